@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Build the test kernel (bzImage + modules) from Debian's linux-source package
+# and the checked-in config fragments into the cache directory of env.sh.
+# Reused when a finished build with the same key is present.
+# FLAVOUR=kasan selects the KASAN flavour.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+if [ -f "$KCACHE/.done" ]; then
+	echo "kernel: reusing $KCACHE"
+	exit 0
+fi
+[ -n "$KSRC_TARBALL" ] || { echo "kernel: linux-source-$KVER_SERIES not installed (run tools/setup-deps.sh)" >&2; exit 1; }
+
+if [ ! -f "$KSRC/.extracted" ]; then
+	echo "kernel: extracting $KSRC_TARBALL"
+	rm -rf "$KSRC.tmp"; mkdir -p "$KSRC.tmp"
+	tar -xf "$KSRC_TARBALL" -C "$KSRC.tmp" --strip-components=1
+	rm -rf "$KSRC"; mv "$KSRC.tmp" "$KSRC"
+	touch "$KSRC/.extracted"
+fi
+
+mkdir -p "$KDIR"
+jobs=$(( $(nproc) + 1 ))
+km() { make -C "$KSRC" O="$KDIR" "${KMAKE_ARGS[@]}" "$@"; }
+
+echo "kernel: configuring $KDIR"
+km -s x86_64_defconfig
+# shellcheck disable=SC2046
+"$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KDIR" "$KDIR/.config" \
+	"$KSRC/kernel/configs/kvm_guest.config" $(iwcm_fragments) >/dev/null
+km -s olddefconfig
+
+# Every option the fragments ask for must have survived olddefconfig.
+bad=0
+for f in $(iwcm_fragments); do
+	while IFS= read -r line; do
+		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+		opt=${line%%=*}; val=${line#*=}
+		if [ "$val" = n ]; then
+			grep -q "^$opt=" "$KDIR/.config" && { echo "kernel: $opt should be unset"; bad=1; }
+		else
+			grep -qx "$line" "$KDIR/.config" || { echo "kernel: $line did not stick: $(grep "^$opt=\|# $opt " "$KDIR/.config")"; bad=1; }
+		fi
+	done < "$f"
+done
+[ $bad -eq 0 ] || { echo "kernel: config fragment not satisfied (is Rust available? try: make -C $KSRC O=$KDIR ${KMAKE_ARGS[*]} rustavailable)" >&2; exit 1; }
+
+start=$(date +%s)
+echo "kernel: building bzImage and modules with -j$jobs (tens of minutes on 2 cores; log: $KCACHE/build.log)"
+set +e
+km -j"$jobs" bzImage modules 2>&1 | tee "$KCACHE/build.log" |
+	awk '/error|Error/ {print; fflush(); next} NR % 250 == 0 {printf "kernel: [%s] %d steps: %s\n", strftime("%H:%M:%S"), NR, $0; fflush()}'
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" -ne 0 ]; then
+	tail -n 40 "$KCACHE/build.log" >&2
+	echo "kernel: build failed (rc=$rc)" >&2
+	exit 1
+fi
+rm -rf "$KMODS"
+km -s INSTALL_MOD_PATH="$KMODS" modules_install >/dev/null
+end=$(date +%s)
+echo "$((end - start))" > "$KCACHE/build-seconds"
+touch "$KCACHE/.done"
+echo "kernel: built in $(( (end - start) / 60 )) min $(( (end - start) % 60 )) s: $KDIR/arch/x86/boot/bzImage"

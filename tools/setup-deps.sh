@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Install everything the build and the VM tests need on a Debian 12 host.
+# Idempotent: a second run only checks.  Needs root (or sudo).
+set -euo pipefail
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+KVER_SERIES=${KVER_SERIES:-7.3}
+stamp_ok() {
+	command -v /usr/bin/rustc >/dev/null && [ -d /usr/lib/rustlib/src/rust ] &&
+	command -v clang-19 >/dev/null && command -v qemu-system-x86_64 >/dev/null &&
+	command -v rping >/dev/null && command -v ib_send_bw >/dev/null &&
+	command -v nvme >/dev/null && command -v fio >/dev/null &&
+	command -v pahole >/dev/null && command -v rdma >/dev/null &&
+	ls /usr/src/linux-source-${KVER_SERIES}.tar.* >/dev/null 2>&1 &&
+	bindgen_ok
+}
+bindgen_ok() {
+	local b
+	b=$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")
+	[ -x "$b" ] && "$b" --version 2>/dev/null | grep -qE 'bindgen 0\.(7[1-9]|[89][0-9])'
+}
+
+if stamp_ok; then
+	echo "setup-deps: all dependencies present"
+	exit 0
+fi
+
+# The newer suite that carries linux-source-7.3, on the mirror this machine
+# already uses.  Default release stays bookworm so nothing else upgrades.
+mirror=$(grep -hoE '^(URIs:|deb) +[a-z]+://[^ ]+/debian/?( |$)' \
+	/etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+	awk '{print $2}' | head -n1 || true)
+if [ -z "$mirror" ]; then
+	echo "setup-deps: cannot find the Debian mirror in the apt sources" >&2
+	exit 1
+fi
+if [ ! -f /etc/apt/sources.list.d/iwcm-trixie-backports.sources ]; then
+	$SUDO tee /etc/apt/sources.list.d/iwcm-trixie-backports.sources >/dev/null <<SRC
+Types: deb
+URIs: ${mirror}
+Suites: trixie trixie-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+echo 'APT::Default-Release "bookworm";' | $SUDO tee /etc/apt/apt.conf.d/99iwcm-default-release >/dev/null
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends \
+	rustc-web rust-web-src libclang-19-dev clang-19 lld-19 llvm-19 \
+	flex bison bc libelf-dev libssl-dev cpio dwarves make gcc git xz-utils \
+	qemu-system-x86 rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest \
+	nvme-cli fio iproute2 kmod busybox-static python3 rsync
+# Only the source package comes from the newer suite ("pkg/suite", not "-t",
+# which would upgrade libc and friends); its dependencies (binutils, xz-utils)
+# come from bookworm.
+$SUDO apt-get install -y -q --no-install-recommends "linux-source-${KVER_SERIES}/trixie-backports"
+
+if ! bindgen_ok; then
+	cargo install --locked bindgen-cli
+fi
+stamp_ok || { echo "setup-deps: dependencies still missing after install" >&2; exit 1; }
+echo "setup-deps: done"
