@@ -15,6 +15,7 @@ stamp_ok() {
 	command -v rping >/dev/null && command -v ib_send_bw >/dev/null &&
 	command -v nvme >/dev/null && command -v fio >/dev/null &&
 	command -v pahole >/dev/null && command -v rdma >/dev/null &&
+	[ -f /usr/include/rdma/rdma_cma.h ] && [ -f /usr/include/infiniband/verbs.h ] &&
 	ls /usr/src/linux-source-${KVER_SERIES}.tar.* >/dev/null 2>&1 &&
 	bindgen_ok
 }
@@ -55,7 +56,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	rustc-web rust-web-src libclang-19-dev clang-19 lld-19 llvm-19 \
 	flex bison bc libelf-dev libssl-dev cpio dwarves make gcc git xz-utils \
 	qemu-system-x86 rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest \
-	nvme-cli fio iproute2 kmod busybox-static python3 rsync
+	nvme-cli fio iproute2 kmod busybox-static python3 rsync \
+	librdmacm-dev libibverbs-dev
 # Only the source package comes from the newer suite ("pkg/suite", not "-t",
 # which would upgrade libc and friends); its dependencies (binutils, xz-utils)
 # come from bookworm.
