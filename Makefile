@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# The Rust iw_cm: user entry point.  See README.md.
+#
+#   make deps       install the build/test dependencies (Debian 12)
+#   make kernel     build the test kernel into the cache (FLAVOUR=kasan for KASAN)
+#   make            build the out-of-tree modules against the test kernel
+#   make check      the test command: everything, from nothing, ends "N passed, N failed"
+#   make demo       the main command: build, boot, load our iw_cm, run the scenarios
+#   make vm CMD=".."  run a command in the test VM
+#   make hosttest   userspace cargo tests of the connection state machine
+#   make clippy     build with CLIPPY=1;  make rustfmtcheck: kernel rustfmt config
+#   make install    install iw_cm.ko into /lib/modules/<release>/updates (DKMS style)
+
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+ENV := . $(TOP)/tools/kernel/env.sh
+KDIR ?= $(shell bash -c '$(ENV); echo $$KDIR')
+KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
+
+.PHONY: all modules deps kernel check demo vm hosttest clippy rustfmt rustfmtcheck install clean
+
+all: modules
+
+modules:
+	@test -f $(KDIR)/Module.symvers || { echo "no test kernel at $(KDIR): run 'make kernel' first"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) modules
+
+clippy:
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) CLIPPY=1 modules
+
+rustfmt:
+	rustfmt --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 \
+		$$(git -C $(TOP) ls-files '*.rs' | grep -v '^tools/statemachine/' | sed 's|^|$(TOP)/|')
+
+rustfmtcheck:
+	rustfmt --check --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 \
+		$$(git -C $(TOP) ls-files '*.rs' | grep -v '^tools/statemachine/' | sed 's|^|$(TOP)/|')
+
+deps:
+	$(TOP)/tools/setup-deps.sh
+
+kernel: deps
+	$(TOP)/tools/kernel/build-kernel.sh
+
+check:
+	$(TOP)/tools/check.sh
+
+demo:
+	$(TOP)/tools/demo.sh
+
+vm:
+	$(TOP)/tools/vm/run.sh -- bash -c '$(CMD)'
+
+hosttest:
+	cd $(TOP)/tools/statemachine && cargo test
+
+install: modules
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) INSTALL_MOD_DIR=updates modules_install
+	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) clean
+	rm -f drivers/infiniband/core/iw_cm/bindings_generated.rs drivers/infiniband/core/iw_cm/iwpm_*.c

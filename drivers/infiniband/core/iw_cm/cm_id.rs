@@ -1,0 +1,967 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! One iWARP cm_id: lifetime, per-cm_id event queue and delivery.
+//!
+//! C source mirrored: `struct iwcm_id_private` and the event path
+//! (`cm_event_handler`, `cm_work_handler`, `process_event`, the
+//! `cm_*_handler`s) of drivers/infiniband/core/iwcm.c.
+//!
+//! # Lifetime
+//!
+//! A [`CmId`] lives in a [`kernel::sync::Arc`].  References are held by:
+//! the ULP (from `iw_create_cm_id`, or from the CONNECT_REQUEST delivery
+//! that created a child, until `iw_destroy_cm_id` or a non-zero handler
+//! return), the provider (`add_ref`/`rem_ref`), and the work item while it
+//! is queued or running.  The memory is freed when the last one goes.
+//!
+//! # Delivery
+//!
+//! The provider's upcall ([`cm_event_handler`], possibly atomic) copies the
+//! event and its private data into this cm_id's ring (preallocated: backlog
+//! slots for a listener, 4 for an active id, 3 for a passive one) and queues
+//! this cm_id's work item.  The work item delivers the ring's events in
+//! order, one at a time; different cm_ids' work items run concurrently.
+//! While one thread delivers, `Inner::delivering` names it: destroy waits
+//! for that delivery unless it is that very thread.
+
+use crate::bindings;
+use crate::rdma::iw_provider::{IwDevice, QpRef};
+use crate::rdma::sockaddr;
+use crate::state::{self, Actions, Input, Outcome, State};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use kernel::{
+    new_condvar, new_spinlock,
+    prelude::*,
+    sync::{Arc, ArcBorrow, CondVar, SpinLock},
+    task::Task,
+    types::Opaque,
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
+};
+
+/// The number of live cm_ids (debugfs iw_cm/cm_ids).
+pub(crate) type LiveCount = AtomicUsize;
+/// See [`LiveCount`].
+pub(crate) static LIVE: LiveCount = AtomicUsize::new(0);
+
+/// Event slots of an active cm_id: CONNECT_REPLY, ESTABLISHED, DISCONNECT,
+/// CLOSE (iwcm.c preallocates as many work entries).
+const ACTIVE_EVENT_SLOTS: usize = 4;
+/// Event slots of a passive cm_id: ESTABLISHED, DISCONNECT, CLOSE.
+const PASSIVE_EVENT_SLOTS: usize = 3;
+
+/// Warns once per call site about a provider fault (a duplicate or
+/// out-of-state event): `WARN_ONCE` in C terms.
+macro_rules! provider_fault {
+    ($($arg:tt)*) => {{
+        static WARNED: AtomicBool = AtomicBool::new(false);
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            pr_warn!($($arg)*);
+            kernel::warn_on!(true);
+        }
+    }};
+}
+
+/// One provider event, copied out of the provider's `struct iw_cm_event`.
+struct Event {
+    raw: bindings::iw_cm_event,
+    /// The event's private data, copied in the upcall (the provider may
+    /// free its buffer as soon as the upcall returns).
+    pdata: KVec<u8>,
+}
+
+// SAFETY: `raw.private_data` points into `pdata` (or is null) and
+// `raw.provider_data` is an opaque token of the provider that iw_cm only
+// stores; both may move between threads.
+unsafe impl Send for Event {}
+
+impl Event {
+    fn input(&self) -> Option<Input> {
+        Some(match self.raw.event {
+            bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST => Input::EvConnectRequest,
+            bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY => Input::EvConnectReply {
+                ok: self.raw.status == 0,
+            },
+            bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED => Input::EvEstablished,
+            bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT => Input::EvDisconnect,
+            bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE => Input::EvClose,
+            _ => return None,
+        })
+    }
+
+    /// Points `raw.private_data` at our copy, for delivery.
+    fn fix_private_data(&mut self) {
+        if self.pdata.is_empty() {
+            self.raw.private_data = core::ptr::null_mut();
+            self.raw.private_data_len = 0;
+        } else {
+            self.raw.private_data = self.pdata.as_mut_ptr().cast();
+        }
+    }
+}
+
+/// A fixed-size FIFO of events; its slots are allocated in process context
+/// ([`CmId::reserve_events`]) so that the atomic upcall never allocates one.
+struct EventRing {
+    slots: KVec<Option<Event>>,
+    head: usize,
+    len: usize,
+}
+
+impl EventRing {
+    const fn new() -> Self {
+        Self {
+            slots: KVec::new(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, ev: Event) -> core::result::Result<(), Event> {
+        let cap = self.slots.len();
+        if self.len == cap {
+            return Err(ev);
+        }
+        let idx = (self.head + self.len) % cap;
+        self.slots[idx] = Some(ev);
+        self.len += 1;
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Option<Event> {
+        if self.len == 0 {
+            return None;
+        }
+        let ev = self.slots[self.head].take();
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        ev
+    }
+
+    /// Moves the queued events into `new` (at least as large) and makes it
+    /// the ring; returns the old slots, to be freed outside the lock.
+    fn replace_slots(&mut self, mut new: KVec<Option<Event>>) -> KVec<Option<Event>> {
+        let mut i = 0;
+        while let Some(ev) = self.pop() {
+            new[i] = Some(ev);
+            i += 1;
+        }
+        self.head = 0;
+        self.len = i;
+        core::mem::replace(&mut self.slots, new)
+    }
+
+    /// Empties the ring; returns the slots (with the events) to be freed
+    /// outside the lock.
+    fn take_all(&mut self) -> KVec<Option<Event>> {
+        self.head = 0;
+        self.len = 0;
+        core::mem::replace(&mut self.slots, KVec::new())
+    }
+}
+
+/// The mutable part of a cm_id, behind `CmId::inner`.
+struct Inner {
+    state: State,
+    /// iw_cm's QP reference (ConnSent, Accepting, Established, Closing).
+    qp: Option<QpRef>,
+    events: EventRing,
+    /// The task delivering an event of this cm_id (as an address), 0 when
+    /// none.  Compared with `current` to detect calls from the handler.
+    delivering: usize,
+    /// The ULP still owns its reference (not yet destroyed).
+    ulp_owned: bool,
+}
+
+/// An iWARP cm_id.  The C-visible `struct iw_cm_id` is embedded at a stable
+/// address (`raw`); the ULP and the provider only ever see that pointer.
+///
+/// # Invariants
+///
+/// `raw.device` is an iWARP device (the one in `dev`); `raw.event_handler`,
+/// `raw.add_ref` and `raw.rem_ref` are this module's functions.  Every
+/// `*mut iw_cm_id` handed out points into a `CmId` owned by an `Arc`.
+#[pin_data(PinnedDrop)]
+pub(crate) struct CmId {
+    #[pin]
+    raw: Opaque<bindings::iw_cm_id>,
+    dev: IwDevice,
+    #[pin]
+    inner: SpinLock<Inner>,
+    /// Signalled when a delivery ends or a connect/accept finishes.
+    #[pin]
+    waiters: CondVar,
+    #[pin]
+    work: Work<CmId>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for CmId { self.work }
+}
+
+impl WorkItem for CmId {
+    type Pointer = Arc<CmId>;
+
+    fn run(this: Arc<CmId>) {
+        this.deliver_queued();
+        // Dropping `this` may free the cm_id: the workqueue core does not
+        // touch a work item after its function returns.
+    }
+}
+
+fn current_task() -> usize {
+    Task::current_raw() as usize
+}
+
+impl CmId {
+    /// Allocates a cm_id in state Idle.  May sleep (GFP_KERNEL).
+    pub(crate) fn new(
+        dev: IwDevice,
+        cm_handler: bindings::iw_cm_handler,
+        context: *mut c_void,
+    ) -> Result<Arc<CmId>> {
+        if !dev.is_iwarp() {
+            return Err(EINVAL);
+        }
+        let raw = bindings::iw_cm_id {
+            cm_handler,
+            context,
+            device: dev.as_raw(),
+            event_handler: Some(cm_event_handler),
+            add_ref: Some(cm_add_ref),
+            rem_ref: Some(cm_rem_ref),
+            ..Default::default()
+        };
+        let id = Arc::pin_init(
+            pin_init!(CmId {
+                raw: Opaque::new(raw),
+                dev,
+                inner <- new_spinlock!(Inner {
+                    state: State::Idle,
+                    qp: None,
+                    events: EventRing::new(),
+                    delivering: 0,
+                    ulp_owned: true,
+                }, "CmId::inner"),
+                waiters <- new_condvar!("CmId::waiters"),
+                work <- new_work!("CmId::work"),
+            }),
+            GFP_KERNEL,
+        )?;
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Ok(id)
+    }
+
+    /// The C-visible `struct iw_cm_id`.
+    pub(crate) fn raw(&self) -> *mut bindings::iw_cm_id {
+        self.raw.get()
+    }
+
+    /// Hands the ULP's reference out as the C pointer.
+    pub(crate) fn into_ulp(this: Arc<CmId>) -> *mut bindings::iw_cm_id {
+        let raw = this.raw();
+        let _ = Arc::into_raw(this);
+        raw
+    }
+
+    fn container_of(raw: *mut bindings::iw_cm_id) -> *const CmId {
+        // `Opaque<T>` is `repr(transparent)` over `T`.
+        kernel::container_of!(raw.cast::<Opaque<bindings::iw_cm_id>>(), CmId, raw)
+    }
+
+    /// Borrows the cm_id behind a C pointer.
+    ///
+    /// # Safety
+    ///
+    /// `raw` was handed out by this module and a reference on its cm_id is
+    /// held for `'a` (the ULP's or the provider's).
+    pub(crate) unsafe fn borrow<'a>(raw: *mut bindings::iw_cm_id) -> ArcBorrow<'a, CmId> {
+        // SAFETY: by the type invariant `raw` is inside an `Arc<CmId>`
+        // allocation, which the caller keeps alive for `'a`.
+        unsafe { ArcBorrow::from_raw(Self::container_of(raw)) }
+    }
+
+    /// Takes back one reference that was handed out with `Arc::into_raw`.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns one reference on the cm_id behind `raw` and gives it
+    /// up.
+    unsafe fn from_raw_ref(raw: *mut bindings::iw_cm_id) -> Arc<CmId> {
+        // SAFETY: guaranteed by the caller.
+        unsafe { Arc::from_raw(Self::container_of(raw)) }
+    }
+
+    /// Reserves room for `n` queued events.  Process context, may sleep.
+    fn reserve_events(&self, n: usize) -> Result {
+        if self.inner.lock().events.slots.len() >= n {
+            return Ok(());
+        }
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        let old = {
+            let mut g = self.inner.lock();
+            if g.events.slots.len() >= n {
+                slots
+            } else {
+                g.events.replace_slots(slots)
+            }
+        };
+        drop(old);
+        Ok(())
+    }
+
+    // ---- ULP calls --------------------------------------------------------
+
+    /// `iw_cm_listen`.
+    pub(crate) fn listen(&self, backlog: i32) -> Result {
+        let backlog = match backlog {
+            b if b < 0 => return Err(EINVAL),
+            0 => crate::default_backlog(),
+            b => b as u32,
+        };
+        let backlog_i32 = i32::try_from(backlog).map_err(|_| EINVAL)?;
+        self.reserve_events(backlog as usize)?;
+        {
+            let mut g = self.inner.lock();
+            match state::step(g.state, Input::Listen) {
+                Outcome::Go { next, .. } => g.state = next,
+                _ => return Err(EINVAL),
+            }
+        }
+        // SAFETY: `raw` is this live cm_id of `dev`.
+        let ret = self
+            .map_ports(false)
+            .and_then(|()| unsafe { self.dev.create_listen(self.raw(), backlog_i32) });
+        if ret.is_err() {
+            let mut g = self.inner.lock();
+            if let Outcome::Go { next, .. } = state::step(g.state, Input::ListenFailed) {
+                g.state = next;
+            }
+        }
+        ret
+    }
+
+    /// `iw_cm_connect`.
+    ///
+    /// # Safety
+    ///
+    /// `param` is valid for the call.
+    pub(crate) unsafe fn connect(&self, param: *mut bindings::iw_cm_conn_param) -> Result {
+        if param.is_null() {
+            return Err(EINVAL);
+        }
+        self.reserve_events(ACTIVE_EVENT_SLOTS)?;
+        // SAFETY: `param` is valid (caller).
+        let qpn = unsafe { (*param).qpn };
+        let qp = self.dev.get_qp(qpn).ok_or(EINVAL)?;
+        {
+            let mut g = self.inner.lock();
+            match state::step(g.state, Input::Connect) {
+                Outcome::Go { next, .. } => {
+                    g.state = next;
+                    g.qp = Some(qp);
+                }
+                _ => {
+                    drop(g);
+                    drop(qp);
+                    return Err(EINVAL);
+                }
+            }
+        }
+        // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
+        let ret = self
+            .map_ports(true)
+            .and_then(|()| unsafe { self.dev.connect(self.raw(), param) });
+        if ret.is_err() {
+            self.apply_call_failure(Input::ConnectFailed);
+        }
+        ret
+    }
+
+    /// `iw_cm_accept`.
+    ///
+    /// # Safety
+    ///
+    /// `param` is valid for the call.
+    pub(crate) unsafe fn accept(&self, param: *mut bindings::iw_cm_conn_param) -> Result {
+        if param.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `param` is valid (caller).
+        let qpn = unsafe { (*param).qpn };
+        let qp = self.dev.get_qp(qpn).ok_or(EINVAL)?;
+        {
+            let mut g = self.inner.lock();
+            match state::step(g.state, Input::Accept) {
+                Outcome::Go { next, .. } => {
+                    g.state = next;
+                    g.qp = Some(qp);
+                }
+                _ => {
+                    drop(g);
+                    drop(qp);
+                    return Err(EINVAL);
+                }
+            }
+        }
+        // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
+        let ret = unsafe { self.dev.accept(self.raw(), param) };
+        if ret.is_err() {
+            self.apply_call_failure(Input::AcceptFailed);
+        }
+        ret
+    }
+
+    /// Undoes a failed connect/accept downcall: releases the QP reference
+    /// outside the lock and wakes disconnect waiters.
+    fn apply_call_failure(&self, input: Input) {
+        let qp = {
+            let mut g = self.inner.lock();
+            match state::step(g.state, input) {
+                Outcome::Go { next, actions } => {
+                    g.state = next;
+                    if actions.contains(Actions::RELEASE_QP) {
+                        g.qp.take()
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            }
+        };
+        drop(qp);
+        self.waiters.notify_all();
+    }
+
+    /// `iw_cm_reject`.
+    pub(crate) fn reject(&self, pdata: &[u8]) -> Result {
+        {
+            let mut g = self.inner.lock();
+            match state::step(g.state, Input::Reject) {
+                Outcome::Go { next, .. } => g.state = next,
+                _ => return Err(EINVAL),
+            }
+        }
+        // SAFETY: `raw` is this live cm_id of `dev`, with a pending request.
+        let ret = unsafe { self.dev.reject(self.raw(), pdata) };
+        self.waiters.notify_all();
+        ret
+    }
+
+    /// `iw_cm_disconnect`.
+    pub(crate) fn disconnect(&self, abrupt: bool) -> Result {
+        let me = current_task();
+        let (actions, qp) = {
+            let mut g = self.inner.lock();
+            loop {
+                match state::step(g.state, Input::Disconnect { abrupt }) {
+                    Outcome::Wait if g.delivering == me => return Err(EINVAL),
+                    Outcome::Wait => self.waiters.wait(&mut g),
+                    Outcome::Go { next, actions } => {
+                        g.state = next;
+                        // A second reference for the QP state change, so
+                        // that a concurrent CLOSE may drop iw_cm's own.
+                        let qp = g.qp.as_ref().and_then(QpRef::try_clone);
+                        break (actions, qp);
+                    }
+                    _ => return Err(EINVAL),
+                }
+            }
+        };
+        if !actions.contains(Actions::QP_ERR) && !actions.contains(Actions::QP_SQD) {
+            return Ok(());
+        }
+        // QP could be null for a user-mode client (iwcm.c): -EINVAL.
+        let qp = qp.ok_or(EINVAL)?;
+        // Both sides may be disconnecting: the QP may already be in ERR or
+        // SQD, so the result is ignored (iwcm.c).
+        let _ = if actions.contains(Actions::QP_ERR) {
+            qp.modify_to_err()
+        } else {
+            qp.modify_to_sqd()
+        };
+        Ok(())
+    }
+
+    /// `iw_cm_init_qp_attr`.
+    pub(crate) fn init_qp_attr(&self, attr: &mut bindings::ib_qp_attr, mask: &mut i32) -> Result {
+        let st = self.inner.lock().state;
+        let target = attr.qp_state;
+        if target == bindings::ib_qp_state_IB_QPS_INIT || target == bindings::ib_qp_state_IB_QPS_RTR
+        {
+            match state::step(st, Input::InitQpAttr) {
+                Outcome::Go { .. } => {
+                    *mask = (bindings::ib_qp_attr_mask_IB_QP_STATE
+                        | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) as i32;
+                    attr.qp_access_flags = (bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+                        | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ)
+                        as i32;
+                    Ok(())
+                }
+                _ => Err(EINVAL),
+            }
+        } else if target == bindings::ib_qp_state_IB_QPS_RTS {
+            match state::step(st, Input::InitQpAttr) {
+                Outcome::Go { .. } => {
+                    *mask = 0;
+                    Ok(())
+                }
+                _ => Err(EINVAL),
+            }
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// `iw_destroy_cm_id`: destroys and gives back the ULP's reference.
+    ///
+    /// # Safety
+    ///
+    /// As for `crate::iw_destroy_cm_id`.
+    pub(crate) unsafe fn destroy_from_ulp(raw: *mut bindings::iw_cm_id) {
+        // SAFETY: the caller owns the ULP reference.
+        let this = unsafe { Self::borrow(raw) };
+        {
+            let mut g = this.inner.lock();
+            if !g.ulp_owned {
+                drop(g);
+                pr_warn!("iw_cm: iw_destroy_cm_id called twice on one cm_id\n");
+                kernel::warn_on!(true);
+                return;
+            }
+            g.ulp_owned = false;
+        }
+        this.destroy();
+        // SAFETY: `ulp_owned` was true and is now false: we give back the
+        // ULP's reference exactly once.
+        drop(unsafe { Self::from_raw_ref(raw) });
+    }
+
+    /// Moves the cm_id to Destroying and tells the provider; then waits for
+    /// this cm_id's in-flight delivery, unless the caller is that delivery.
+    fn destroy(&self) {
+        let me = current_task();
+        let (actions, qp, dropped) = {
+            let mut g = self.inner.lock();
+            match state::step(g.state, Input::Destroy) {
+                Outcome::Go { next, actions } => {
+                    g.state = next;
+                    let qp = g.qp.take();
+                    (actions, qp, g.events.take_all())
+                }
+                // Already destroyed (a handler returned non-zero first).
+                _ => (Actions::NONE, None, KVec::new()),
+            }
+        };
+        drop(dropped);
+        if let Some(qp) = qp.as_ref() {
+            if actions.contains(Actions::QP_ERR) {
+                // Abrupt close of the connection (iwcm.c destroy_cm_id).
+                let _ = qp.modify_to_err();
+            }
+        }
+        if actions.contains(Actions::PROVIDER_DESTROY_LISTEN) {
+            // SAFETY: `raw` is this live, listening cm_id of `dev`.
+            let _ = unsafe { self.dev.destroy_listen(self.raw()) };
+        }
+        if actions.contains(Actions::PROVIDER_REJECT) {
+            // SAFETY: `raw` is this live cm_id of `dev`, with a pending
+            // request that nobody accepted.
+            let _ = unsafe { self.dev.reject(self.raw(), &[]) };
+        }
+        // Outside any lock, after the QP state change.
+        drop(qp);
+        if actions.contains(Actions::UNMAP) {
+            self.unmap_ports();
+        }
+        self.waiters.notify_all();
+
+        let mut g = self.inner.lock();
+        while g.delivering != 0 && g.delivering != me {
+            self.waiters.wait(&mut g);
+        }
+    }
+
+    // ---- port mapper (iwpm) ----------------------------------------------
+
+    /// `iw_cm_map()` of iwcm.c: asks the user-space port mapper (iwpmd), if
+    /// one runs, for the mapped addresses.
+    fn map_ports(&self, active: bool) -> Result {
+        let raw = self.raw();
+        // SAFETY: `raw` is live; the ULP does not change the addresses while
+        // it calls listen/connect, and the provider has not seen the id yet.
+        let id = unsafe { &mut *raw };
+        let mut reg = bindings::iwpm_dev_data::default();
+        // SAFETY: the device is valid (IwDevice invariant); `dev_name`
+        // returns a NUL-terminated string owned by the device.
+        let devname = unsafe { CStr::from_char_ptr(crate::c::iwcm_c_dev_name(self.dev.as_raw())) };
+        // SAFETY: as above; `iw_ifname` is a NUL-terminated array.
+        let ifname_arr = unsafe { &(*self.dev.as_raw()).iw_ifname };
+        let ifname_len = ifname_arr.iter().position(|&c| c == 0).unwrap_or(ifname_arr.len());
+        if devname.len() >= reg.dev_name.len() || ifname_len >= reg.if_name.len() {
+            return Err(EINVAL);
+        }
+        id.m_local_addr = id.local_addr;
+        id.m_remote_addr = id.remote_addr;
+        for (d, s) in reg.dev_name.iter_mut().zip(devname.to_bytes()) {
+            *d = *s as _;
+        }
+        for (d, s) in reg.if_name.iter_mut().zip(&ifname_arr[..ifname_len]) {
+            *d = *s as _;
+        }
+        // SAFETY: `reg` is a valid, initialised message.
+        let registered = unsafe { bindings::iwpm_register_pid(&mut reg, bindings::RDMA_NL_IWCM as u8) };
+        // SAFETY: reads the port mapper's state.
+        if registered != 0 || !unsafe { bindings::iwpm_valid_pid() } {
+            return Ok(());
+        }
+        id.set_mapped(true);
+        let mut pm = bindings::iwpm_sa_data {
+            loc_addr: id.local_addr,
+            rem_addr: id.remote_addr,
+            ..Default::default()
+        };
+        // SAFETY: the device is valid (IwDevice invariant).
+        let drv_flags = unsafe { (*self.dev.as_raw()).iw_driver_flags };
+        pm.flags = if drv_flags & bindings::iw_flags_IW_F_NO_PORT_MAP != 0 {
+            bindings::IWPM_FLAGS_NO_PORT_MAP as _
+        } else {
+            0
+        };
+        // SAFETY: `pm` is a valid message; the port mapper fills it in.
+        let status = unsafe {
+            if active {
+                bindings::iwpm_add_and_query_mapping(&mut pm, bindings::RDMA_NL_IWCM as u8)
+            } else {
+                bindings::iwpm_add_mapping(&mut pm, bindings::RDMA_NL_IWCM as u8)
+            }
+        };
+        if status == 0 {
+            id.m_local_addr = pm.mapped_loc_addr;
+            if active {
+                id.m_remote_addr = pm.mapped_rem_addr;
+                let remote = id.remote_addr;
+                sockaddr::check_wildcard(&pm.mapped_rem_addr, &remote, &mut id.m_remote_addr);
+            }
+        }
+        // SAFETY: both addresses are valid sockaddr_storage values.
+        kernel::error::to_result(unsafe {
+            bindings::iwpm_create_mapinfo(
+                &mut id.local_addr,
+                &mut id.m_local_addr,
+                bindings::RDMA_NL_IWCM as u8,
+                pm.flags,
+            )
+        })
+    }
+
+    /// Removes the port mapper's mapping (iwcm.c destroy_cm_id).
+    fn unmap_ports(&self) {
+        // SAFETY: `raw` is live; the id is Destroying, nobody changes it.
+        let id = unsafe { &mut *self.raw() };
+        if id.mapped() {
+            // SAFETY: valid addresses; the mapping was created by map_ports.
+            unsafe {
+                bindings::iwpm_remove_mapinfo(&mut id.local_addr, &mut id.m_local_addr);
+                bindings::iwpm_remove_mapping(&mut id.local_addr, bindings::RDMA_NL_IWCM as u8);
+            }
+        }
+    }
+
+    // ---- delivery ---------------------------------------------------------
+
+    /// Queues this cm_id's work item (a reference goes with it).
+    fn kick(this: ArcBorrow<'_, CmId>) {
+        let arc: Arc<CmId> = this.into();
+        // `Err` means already queued: that run will see our event.
+        let _ = crate::delivery_queue().enqueue(arc);
+    }
+
+    /// The work item: delivers the queued events in order.
+    fn deliver_queued(self: &Arc<Self>) {
+        let me = current_task();
+        loop {
+            let mut g = self.inner.lock();
+            // Another task delivers for this id (the listener delivering
+            // our CONNECT_REQUEST): it re-queues us when done.
+            if g.delivering != 0 {
+                return;
+            }
+            let Some(mut ev) = g.events.pop() else {
+                return;
+            };
+            let Some(input) = ev.input() else {
+                drop(g);
+                provider_fault!("iw_cm: unknown provider event {}\n", ev.raw.event);
+                continue;
+            };
+            let (next, actions) = match state::step(g.state, input) {
+                Outcome::Go { next, actions } => (next, actions),
+                Outcome::Drop => continue,
+                Outcome::ProviderFault { next, actions } => {
+                    let from = g.state;
+                    g.state = next;
+                    let qp = if actions.contains(Actions::RELEASE_QP) {
+                        g.qp.take()
+                    } else {
+                        None
+                    };
+                    drop(g);
+                    drop(qp);
+                    if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
+                        self.waiters.notify_all();
+                    }
+                    provider_fault!(
+                        "iw_cm: provider event {:?} in state {:?} dropped\n",
+                        input,
+                        from
+                    );
+                    continue;
+                }
+                Outcome::Invalid | Outcome::Wait => continue,
+            };
+            g.state = next;
+            g.delivering = me;
+            let qp = if actions.contains(Actions::RELEASE_QP) {
+                g.qp.take()
+            } else {
+                None
+            };
+            drop(g);
+            // The QP reference goes before the ULP hears CLOSE or a failed
+            // CONNECT_REPLY: the ULP destroys its QP next, and
+            // siw_destroy_qp / c4iw_destroy_qp wait for this reference.
+            drop(qp);
+
+            let mut ret = 0;
+            if actions.contains(Actions::DELIVER) {
+                if input == (Input::EvConnectReply { ok: true }) {
+                    // SAFETY: `raw` is live; the id is ours while delivering.
+                    let id = unsafe { &mut *self.raw() };
+                    id.m_local_addr = ev.raw.local_addr;
+                    id.m_remote_addr = ev.raw.remote_addr;
+                    ev.raw.local_addr = id.local_addr;
+                    ev.raw.remote_addr = id.remote_addr;
+                }
+                ret = self.call_ulp(self.raw(), &mut ev);
+            }
+            if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
+                self.waiters.notify_all();
+            }
+            if actions.contains(Actions::SPAWN_CHILD) {
+                self.connect_request(&mut ev);
+            }
+            if ret != 0 {
+                // The ULP asked us to destroy the id (rdma_cm forgets it):
+                // we give back the ULP's reference ourselves.
+                self.destroy_for_handler();
+            }
+            {
+                let mut g = self.inner.lock();
+                g.delivering = 0;
+            }
+            self.waiters.notify_all();
+        }
+    }
+
+    /// A handler returned non-zero: destroy and drop the ULP's reference.
+    fn destroy_for_handler(self: &Arc<Self>) {
+        let owned = {
+            let mut g = self.inner.lock();
+            core::mem::replace(&mut g.ulp_owned, false)
+        };
+        self.destroy();
+        if owned {
+            // SAFETY: `ulp_owned` was true: the ULP's reference is ours to
+            // give back, exactly once; `self` keeps the id alive meanwhile.
+            drop(unsafe { Self::from_raw_ref(self.raw()) });
+        }
+    }
+
+    /// Calls the ULP's handler for `raw` (this id or a new child).
+    fn call_ulp(&self, raw: *mut bindings::iw_cm_id, ev: &mut Event) -> i32 {
+        ev.fix_private_data();
+        // SAFETY: `raw` is live; `cm_handler` was set at creation.
+        let handler = unsafe { (*raw).cm_handler };
+        match handler {
+            // SAFETY: the ULP's handler takes a live cm_id and a valid event;
+            // both outlive the call.
+            Some(h) => unsafe { h(raw, &mut ev.raw) },
+            None => 0,
+        }
+    }
+
+    /// CONNECT_REQUEST on a listener: create the child cm_id and deliver
+    /// the request on it (`cm_conn_req_handler` in iwcm.c).
+    fn connect_request(self: &Arc<Self>, ev: &mut Event) {
+        if ev.raw.status != 0 {
+            provider_fault!("iw_cm: CONNECT_REQUEST with status {}\n", ev.raw.status);
+            return;
+        }
+        // SAFETY: `raw` is live.
+        let (handler, context) = unsafe { ((*self.raw()).cm_handler, (*self.raw()).context) };
+        // If the cm_id cannot be created, ignore the request (iwcm.c): the
+        // provider times the connection out.
+        let Ok(child) = CmId::new(self.dev, handler, context) else {
+            return;
+        };
+        let craw = child.raw();
+        {
+            // SAFETY: the child is new and not yet visible to anyone; the
+            // listener's addresses are stable while it listens.
+            let (c, l) = unsafe { (&mut *craw, &*self.raw()) };
+            c.provider_data = ev.raw.provider_data;
+            c.m_local_addr = ev.raw.local_addr;
+            c.m_remote_addr = ev.raw.remote_addr;
+            c.local_addr = l.local_addr;
+            let mut l_m_local = l.m_local_addr;
+            // SAFETY: valid addresses; the port mapper fills `remote_addr`.
+            let ret = unsafe {
+                bindings::iwpm_get_remote_info(
+                    &mut l_m_local,
+                    &mut ev.raw.remote_addr,
+                    &mut c.remote_addr,
+                    bindings::RDMA_NL_IWCM as u8,
+                )
+            };
+            if ret != 0 {
+                c.remote_addr = ev.raw.remote_addr;
+            } else {
+                let ev_local = ev.raw.local_addr;
+                sockaddr::check_wildcard(&l.m_local_addr, &ev_local, &mut c.local_addr);
+                ev.raw.local_addr = c.local_addr;
+                ev.raw.remote_addr = c.remote_addr;
+            }
+        }
+        {
+            let mut g = child.inner.lock();
+            g.state = State::ConnRecv;
+            // The child's first event is this request: its own later events
+            // wait until the request's delivery is done.
+            g.delivering = current_task();
+        }
+        // The ULP's reference on the child: handed out with the request,
+        // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
+        let _ = Arc::into_raw(child.clone());
+        let listening = self.inner.lock().state == State::Listen;
+        let ok = listening && child.reserve_events(PASSIVE_EVENT_SLOTS).is_ok();
+        let ret = if ok { self.call_ulp(craw, ev) } else { -1 };
+        if ret != 0 {
+            // Not listening any more, no memory, or the ULP refused: reject
+            // and destroy the child; the ULP's reference is ours.  If the
+            // ULP already accepted, destroy aborts the connection instead.
+            let _ = child.reject(&[]);
+            child.destroy_for_handler();
+        }
+        {
+            let mut g = child.inner.lock();
+            g.delivering = 0;
+            if g.events.len > 0 {
+                drop(g);
+                Self::kick(child.as_arc_borrow());
+            }
+        }
+        child.waiters.notify_all();
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for CmId {
+    fn drop(self: Pin<&mut Self>) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Waits until every cm_id is freed (module unload).  May sleep.
+pub(crate) fn wait_for_all_cm_ids() {
+    let mut waited_ms = 0u32;
+    while LIVE.load(Ordering::Relaxed) != 0 {
+        if waited_ms % 10_000 == 0 && waited_ms != 0 {
+            pr_warn!(
+                "iw_cm: unload waits for {} cm_id(s) still referenced by a provider\n",
+                LIVE.load(Ordering::Relaxed)
+            );
+        }
+        kernel::time::delay::fsleep(kernel::time::Delta::from_millis(10));
+        waited_ms += 10;
+    }
+}
+
+/// The provider's upcall (`cm_id->event_handler`): queue the event for
+/// in-order delivery on this cm_id's work item.
+///
+/// Context: any (the provider may hold spinlocks); never sleeps, allocates
+/// only with GFP_ATOMIC (private data).  Returns 0, or -ENOMEM when the
+/// cm_id's preallocated event slots are full or the private data cannot be
+/// copied (as iwcm.c: the provider then rejects or drops the connection).
+///
+/// # Safety
+///
+/// Called by the provider with a cm_id it holds a reference on and a valid
+/// event.
+unsafe extern "C" fn cm_event_handler(
+    raw: *mut bindings::iw_cm_id,
+    event: *mut bindings::iw_cm_event,
+) -> i32 {
+    if raw.is_null() || event.is_null() {
+        provider_fault!("iw_cm: event upcall with a null pointer\n");
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the provider holds a reference on the cm_id (add_ref).
+    let this = unsafe { CmId::borrow(raw) };
+    // SAFETY: the event is valid for the duration of the upcall.
+    let src = unsafe { &*event };
+    let mut pdata = KVec::new();
+    if src.private_data_len != 0 && !src.private_data.is_null() {
+        // SAFETY: the provider guarantees `private_data_len` bytes.
+        let bytes = unsafe {
+            core::slice::from_raw_parts(src.private_data.cast::<u8>(), src.private_data_len.into())
+        };
+        if pdata.extend_from_slice(bytes, GFP_ATOMIC).is_err() {
+            return ENOMEM.to_errno();
+        }
+    }
+    let ev = Event { raw: *src, pdata };
+    {
+        let mut g = this.inner.lock();
+        if g.state == State::Destroying {
+            // Dropped as iwcm.c's IWCM_F_DROP_EVENTS does (freed after unlock).
+            drop(g);
+            drop(ev);
+            return 0;
+        }
+        if let Err(ev) = g.events.push(ev) {
+            drop(g);
+            drop(ev);
+            return ENOMEM.to_errno();
+        }
+    }
+    CmId::kick(this);
+    0
+}
+
+/// `cm_id->add_ref`: the provider takes a reference.  Any context.
+///
+/// # Safety
+///
+/// `raw` is a live cm_id of this module (the caller holds a reference).
+unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
+    // SAFETY: guaranteed by the caller.
+    let b = unsafe { CmId::borrow(raw) };
+    let arc: Arc<CmId> = b.into();
+    let _ = Arc::into_raw(arc);
+}
+
+/// `cm_id->rem_ref`: the provider drops a reference (may free the cm_id).
+/// Any context.
+///
+/// # Safety
+///
+/// The provider owns one reference taken with `add_ref`.
+unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
+    // SAFETY: guaranteed by the caller.
+    drop(unsafe { CmId::from_raw_ref(raw) });
+}

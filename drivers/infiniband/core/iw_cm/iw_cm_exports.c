@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * C side of the Rust iw_cm: symbol exports of the nine functions of
+ * include/rdma/iw_cm.h (implemented in Rust, iw_cm_main.rs), and the tables
+ * that are C data by nature: the net/iw_cm sysctl, the RDMA netlink callback
+ * table of the kernel's port mapper client (iwpm_*.c), and the workqueue
+ * allocation (the Rust workqueue API cannot allocate one in 7.3).
+ *
+ * Mirrors the init/exit and table parts of drivers/infiniband/core/iwcm.c.
+ */
+#include <linux/module.h>
+#include <linux/sysctl.h>
+#include <linux/workqueue.h>
+#include <net/net_namespace.h>
+#include <rdma/iw_cm.h>
+#include <rdma/iw_portmap.h>
+#include <rdma/rdma_netlink.h>
+
+EXPORT_SYMBOL(iwcm_reject_msg);
+EXPORT_SYMBOL(iw_create_cm_id);
+EXPORT_SYMBOL(iw_destroy_cm_id);
+EXPORT_SYMBOL(iw_cm_disconnect);
+EXPORT_SYMBOL(iw_cm_listen);
+EXPORT_SYMBOL(iw_cm_reject);
+EXPORT_SYMBOL(iw_cm_accept);
+EXPORT_SYMBOL(iw_cm_connect);
+EXPORT_SYMBOL(iw_cm_init_qp_attr);
+
+MODULE_ALIAS_RDMA_NETLINK(RDMA_NL_IWCM, 2);
+
+/* Prototypes of the helpers below, as declared in iw_cm_main.rs. */
+unsigned int iwcm_c_default_backlog(void);
+struct workqueue_struct *iwcm_c_wq(void);
+int iwcm_c_init(void);
+void iwcm_c_exit(void);
+const char *iwcm_c_dev_name(struct ib_device *device);
+
+static unsigned int default_backlog = 256;
+
+static struct ctl_table_header *iwcm_ctl_table_hdr;
+static struct ctl_table iwcm_ctl_table[] = {
+	{
+		.procname	= "default_backlog",
+		.data		= &default_backlog,
+		.maxlen		= sizeof(default_backlog),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= SYSCTL_INT_MAX,
+	},
+};
+
+static struct rdma_nl_cbs iwcm_nl_cb_table[RDMA_NL_IWPM_NUM_OPS] = {
+	[RDMA_NL_IWPM_REG_PID] = {.dump = iwpm_register_pid_cb},
+	[RDMA_NL_IWPM_ADD_MAPPING] = {.dump = iwpm_add_mapping_cb},
+	[RDMA_NL_IWPM_QUERY_MAPPING] = {.dump = iwpm_add_and_query_mapping_cb},
+	[RDMA_NL_IWPM_REMOTE_INFO] = {.dump = iwpm_remote_info_cb},
+	[RDMA_NL_IWPM_HANDLE_ERR] = {.dump = iwpm_mapping_error_cb},
+	[RDMA_NL_IWPM_MAPINFO] = {.dump = iwpm_mapping_info_cb},
+	[RDMA_NL_IWPM_MAPINFO_NUM] = {.dump = iwpm_ack_mapping_info_cb},
+	[RDMA_NL_IWPM_HELLO] = {.dump = iwpm_hello_cb}
+};
+
+static struct workqueue_struct *iwcm_wq;
+
+/* net/iw_cm/default_backlog: the backlog of iw_cm_listen(id, 0). */
+unsigned int iwcm_c_default_backlog(void)
+{
+	return READ_ONCE(default_backlog);
+}
+
+/*
+ * The event delivery workqueue: WQ_MEM_RECLAIM (nvme-rdma reconnects and
+ * tears down queues under memory pressure) and NOT ordered, so that the
+ * work items of different cm_ids run concurrently.  Each cm_id has one work
+ * item, so a cm_id's events still run one at a time and in order.
+ */
+struct workqueue_struct *iwcm_c_wq(void)
+{
+	return iwcm_wq;
+}
+
+const char *iwcm_c_dev_name(struct ib_device *device)
+{
+	return dev_name(&device->dev);
+}
+
+/* As iw_cm_init() in iwcm.c. */
+int iwcm_c_init(void)
+{
+	int ret;
+
+	ret = iwpm_init(RDMA_NL_IWCM);
+	if (ret)
+		return ret;
+
+	iwcm_wq = alloc_workqueue("iw_cm_wq", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!iwcm_wq) {
+		ret = -ENOMEM;
+		goto err_alloc;
+	}
+
+	iwcm_ctl_table_hdr = register_net_sysctl(&init_net, "net/iw_cm",
+						 iwcm_ctl_table);
+	if (!iwcm_ctl_table_hdr) {
+		pr_err("iw_cm: couldn't register sysctl paths\n");
+		ret = -ENOMEM;
+		goto err_sysctl;
+	}
+
+	rdma_nl_register(RDMA_NL_IWCM, iwcm_nl_cb_table);
+	return 0;
+
+err_sysctl:
+	destroy_workqueue(iwcm_wq);
+err_alloc:
+	iwpm_exit(RDMA_NL_IWCM);
+	return ret;
+}
+
+/* As iw_cm_cleanup() in iwcm.c; every cm_id is gone when this runs. */
+void iwcm_c_exit(void)
+{
+	rdma_nl_unregister(RDMA_NL_IWCM);
+	unregister_net_sysctl_table(iwcm_ctl_table_hdr);
+	destroy_workqueue(iwcm_wq);
+	iwpm_exit(RDMA_NL_IWCM);
+}

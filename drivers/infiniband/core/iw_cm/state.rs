@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The iWARP connection state machine of one cm_id.
+//!
+//! This file has no kernel dependencies: the module compiles it as
+//! `iw_cm_main::state`, and `tools/statemachine` compiles the very same file
+//! in userspace so that `cargo test` checks every (state, input) pair.
+//!
+//! [`step`] maps a state and an input (a ULP call, the result of a provider
+//! call, or a provider event being delivered) to the next state and the
+//! [`Actions`] the kernel glue must execute, in this order: take the QP
+//! reference out under the cm_id lock, unlock, drop the QP reference, call
+//! the provider, deliver to the ULP.  The QP reference is therefore always
+//! released outside any spinlock and before CLOSE or a failed CONNECT_REPLY
+//! reaches the ULP (siw_destroy_qp and c4iw_destroy_qp wait for it).
+//!
+//! Mirrors the states of `enum iw_cm_state` in drivers/infiniband/core/iwcm.h,
+//! with one addition: [`State::Accepting`] is C's CONN_RECV with
+//! IWCM_F_CONNECT_WAIT set (iw_cm_accept called, ESTABLISHED not yet
+//! delivered).  Where C calls BUG() this machine answers
+//! [`Outcome::ProviderFault`] (the glue warns once and drops the event) or
+//! [`Outcome::Invalid`] (the ULP gets -EINVAL).
+
+/// Connection state of a cm_id (`enum iw_cm_state` in iwcm.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Unbound, inactive.
+    Idle,
+    /// Listening for connect requests.
+    Listen,
+    /// Inbound request delivered, waiting for the ULP to accept or reject.
+    ConnRecv,
+    /// `iw_cm_accept` succeeded, waiting for ESTABLISHED.
+    Accepting,
+    /// Outbound connect sent, waiting for CONNECT_REPLY.
+    ConnSent,
+    /// Connection established.
+    Established,
+    /// Disconnect started (locally or by the peer), waiting for CLOSE.
+    Closing,
+    /// `iw_destroy_cm_id` (or a failing ULP handler) destroyed the id; every
+    /// later provider event is dropped.
+    Destroying,
+}
+
+/// Everything that can happen to a cm_id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// ULP: `iw_cm_listen`.
+    Listen,
+    /// Provider: `iw_create_listen` (or the port mapper) failed.
+    ListenFailed,
+    /// ULP: `iw_cm_connect`.
+    Connect,
+    /// Provider: `iw_connect` (or the port mapper) failed.
+    ConnectFailed,
+    /// ULP: `iw_cm_accept`.
+    Accept,
+    /// Provider: `iw_accept` failed.
+    AcceptFailed,
+    /// ULP: `iw_cm_reject`.
+    Reject,
+    /// ULP: `iw_cm_disconnect`; `abrupt` resets the connection.
+    Disconnect {
+        /// Reset (QP to ERR) instead of a graceful close (QP to SQD).
+        abrupt: bool,
+    },
+    /// ULP: `iw_destroy_cm_id`, or a ULP handler returned non-zero.
+    Destroy,
+    /// ULP: `iw_cm_init_qp_attr`.
+    InitQpAttr,
+    /// Provider event IW_CM_EVENT_CONNECT_REQUEST, being delivered.
+    EvConnectRequest,
+    /// Provider event IW_CM_EVENT_CONNECT_REPLY; `ok` when its status is 0.
+    EvConnectReply {
+        /// The event's status was 0 (accepted by the peer).
+        ok: bool,
+    },
+    /// Provider event IW_CM_EVENT_ESTABLISHED.
+    EvEstablished,
+    /// Provider event IW_CM_EVENT_DISCONNECT.
+    EvDisconnect,
+    /// Provider event IW_CM_EVENT_CLOSE.
+    EvClose,
+}
+
+/// What the glue does for one transition (a bit set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Actions(u16);
+
+impl Actions {
+    /// Nothing to do.
+    pub const NONE: Actions = Actions(0);
+    /// Look up the QP by number and take iw_cm's reference on it.
+    pub const ATTACH_QP: Actions = Actions(1 << 0);
+    /// Drop iw_cm's QP reference (outside the lock, before any delivery).
+    pub const RELEASE_QP: Actions = Actions(1 << 1);
+    /// Call the provider's `iw_create_listen`.
+    pub const PROVIDER_LISTEN: Actions = Actions(1 << 2);
+    /// Call the provider's `iw_destroy_listen`.
+    pub const PROVIDER_DESTROY_LISTEN: Actions = Actions(1 << 3);
+    /// Call the provider's `iw_connect`.
+    pub const PROVIDER_CONNECT: Actions = Actions(1 << 4);
+    /// Call the provider's `iw_accept`.
+    pub const PROVIDER_ACCEPT: Actions = Actions(1 << 5);
+    /// Call the provider's `iw_reject`.
+    pub const PROVIDER_REJECT: Actions = Actions(1 << 6);
+    /// Move the QP to ERR (abrupt close).
+    pub const QP_ERR: Actions = Actions(1 << 7);
+    /// Move the QP to SQD (graceful close: RDMAC CLOSING).
+    pub const QP_SQD: Actions = Actions(1 << 8);
+    /// Deliver the event to the ULP's `cm_handler`.
+    pub const DELIVER: Actions = Actions(1 << 9);
+    /// Create a child cm_id for the request and deliver it to the ULP.
+    pub const SPAWN_CHILD: Actions = Actions(1 << 10);
+    /// Wake callers waiting for a connect or accept to finish.
+    pub const WAKE_CONNECT_WAITERS: Actions = Actions(1 << 11);
+    /// Remove the port mapper's mapping of the local address.
+    pub const UNMAP: Actions = Actions(1 << 12);
+
+    /// Whether every action of `other` is in `self`.
+    pub const fn contains(self, other: Actions) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The union of two action sets.
+    pub const fn with(self, other: Actions) -> Actions {
+        Actions(self.0 | other.0)
+    }
+
+    /// The raw bits (for tests and traces).
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+}
+
+impl core::ops::BitOr for Actions {
+    type Output = Actions;
+    fn bitor(self, rhs: Actions) -> Actions {
+        self.with(rhs)
+    }
+}
+
+/// Result of one [`step`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Move to `next` and execute `actions`.
+    Go {
+        /// The next state.
+        next: State,
+        /// What the glue executes.
+        actions: Actions,
+    },
+    /// A ULP call not allowed in this state: return -EINVAL, change nothing.
+    Invalid,
+    /// `iw_cm_disconnect` while a connect/accept is in flight: wait for this
+    /// cm_id's CONNECT_REPLY/ESTABLISHED (or the failure of the downcall)
+    /// and retry.  Never returned for calls from the id's own handler, which
+    /// the glue answers without waiting.
+    Wait,
+    /// A provider event after destroy: drop it silently.
+    Drop,
+    /// A provider event that is impossible in this state (duplicate or out
+    /// of order): warn once, drop it, take `next` and `actions` (used to
+    /// release the QP when a CLOSE comes early).
+    ProviderFault {
+        /// The next state.
+        next: State,
+        /// What the glue executes.
+        actions: Actions,
+    },
+}
+
+use Actions as A;
+
+const fn go(next: State, actions: Actions) -> Outcome {
+    Outcome::Go { next, actions }
+}
+
+/// The transition function.  Pure: no locks, no side effects.
+pub fn step(state: State, input: Input) -> Outcome {
+    use Input as I;
+    use State as S;
+
+    match (state, input) {
+        // ---- ULP calls ---------------------------------------------------
+        (S::Idle, I::Listen) => go(S::Listen, A::PROVIDER_LISTEN),
+        (_, I::Listen) => Outcome::Invalid,
+        (S::Listen, I::ListenFailed) => go(S::Idle, A::NONE),
+        (_, I::ListenFailed) => Outcome::Invalid,
+
+        (S::Idle, I::Connect) => go(S::ConnSent, A::ATTACH_QP | A::PROVIDER_CONNECT),
+        (_, I::Connect) => Outcome::Invalid,
+        (S::ConnSent, I::ConnectFailed) => {
+            go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS)
+        }
+        (S::Destroying, I::ConnectFailed) => go(S::Destroying, A::RELEASE_QP),
+        (_, I::ConnectFailed) => Outcome::Invalid,
+
+        (S::ConnRecv, I::Accept) => go(S::Accepting, A::ATTACH_QP | A::PROVIDER_ACCEPT),
+        (_, I::Accept) => Outcome::Invalid,
+        // An error on accept precludes provider events (iwcm.c).
+        (S::Accepting, I::AcceptFailed) => {
+            go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS)
+        }
+        (S::Destroying, I::AcceptFailed) => go(S::Destroying, A::RELEASE_QP),
+        (_, I::AcceptFailed) => Outcome::Invalid,
+
+        (S::ConnRecv, I::Reject) => go(S::Idle, A::PROVIDER_REJECT),
+        (_, I::Reject) => Outcome::Invalid,
+
+        (S::Established, I::Disconnect { abrupt }) => {
+            go(S::Closing, if abrupt { A::QP_ERR } else { A::QP_SQD })
+        }
+        (S::Listen, I::Disconnect { .. }) => Outcome::Invalid,
+        // The peer closed first, or accept/connect failed, or the ULP never
+        // accepted: nothing to do, and not an error (iwcm.c).
+        (S::Closing | S::Idle | S::ConnRecv, I::Disconnect { .. }) => go(state, A::NONE),
+        (S::ConnSent | S::Accepting, I::Disconnect { .. }) => Outcome::Wait,
+        (S::Destroying, I::Disconnect { .. }) => Outcome::Invalid,
+
+        (S::Listen, I::Destroy) => go(S::Destroying, A::PROVIDER_DESTROY_LISTEN | A::UNMAP),
+        (S::Established | S::ConnSent | S::Accepting, I::Destroy) => go(
+            S::Destroying,
+            A::QP_ERR | A::RELEASE_QP | A::UNMAP | A::WAKE_CONNECT_WAITERS,
+        ),
+        (S::Idle | S::Closing, I::Destroy) => go(S::Destroying, A::RELEASE_QP | A::UNMAP),
+        (S::ConnRecv, I::Destroy) => go(S::Destroying, A::PROVIDER_REJECT | A::UNMAP),
+        (S::Destroying, I::Destroy) => Outcome::Invalid,
+
+        (S::Idle | S::ConnSent | S::ConnRecv | S::Accepting | S::Established, I::InitQpAttr) => {
+            go(state, A::NONE)
+        }
+        (_, I::InitQpAttr) => Outcome::Invalid,
+
+        // ---- provider events (at delivery, in order) ---------------------
+        (S::Destroying, I::EvConnectRequest | I::EvConnectReply { .. } | I::EvEstablished) => {
+            Outcome::Drop
+        }
+        (S::Destroying, I::EvDisconnect | I::EvClose) => Outcome::Drop,
+
+        (S::Listen, I::EvConnectRequest) => go(S::Listen, A::SPAWN_CHILD),
+        (_, I::EvConnectRequest) => Outcome::ProviderFault { next: state, actions: A::NONE },
+
+        (S::ConnSent, I::EvConnectReply { ok: true }) => {
+            go(S::Established, A::DELIVER | A::WAKE_CONNECT_WAITERS)
+        }
+        (S::ConnSent, I::EvConnectReply { ok: false }) => go(
+            S::Idle,
+            A::RELEASE_QP | A::DELIVER | A::WAKE_CONNECT_WAITERS,
+        ),
+        (_, I::EvConnectReply { .. }) => Outcome::ProviderFault { next: state, actions: A::NONE },
+
+        (S::Accepting, I::EvEstablished) => {
+            go(S::Established, A::DELIVER | A::WAKE_CONNECT_WAITERS)
+        }
+        (_, I::EvEstablished) => Outcome::ProviderFault { next: state, actions: A::NONE },
+
+        (S::Established, I::EvDisconnect) => go(S::Closing, A::NONE),
+        // The peer's DISCONNECT racing our own disconnect, or arriving after
+        // a failed connect: iwcm.c ignores it, and so do we.
+        (S::Closing | S::Idle | S::ConnSent | S::Accepting, I::EvDisconnect) => go(state, A::NONE),
+        (S::Listen | S::ConnRecv, I::EvDisconnect) => {
+            Outcome::ProviderFault { next: state, actions: A::NONE }
+        }
+
+        (S::Established | S::Closing, I::EvClose) => go(S::Idle, A::RELEASE_QP | A::DELIVER),
+        // CLOSE before ESTABLISHED/CONNECT_REPLY: C would BUG(); drop the
+        // event but still release the QP so that destroy_qp cannot hang.
+        (S::Accepting | S::ConnSent, I::EvClose) => Outcome::ProviderFault {
+            next: S::Idle,
+            actions: A::RELEASE_QP | A::WAKE_CONNECT_WAITERS,
+        },
+        (S::Idle | S::Listen | S::ConnRecv, I::EvClose) => {
+            Outcome::ProviderFault { next: state, actions: A::NONE }
+        }
+    }
+}
+
+/// Whether `state` may hold iw_cm's QP reference.  Used by the tests to
+/// check that no transition leaves a QP reference behind.
+pub const fn may_hold_qp(state: State) -> bool {
+    matches!(
+        state,
+        State::ConnSent | State::Accepting | State::Established | State::Closing
+    )
+}
+
+/// All states, for exhaustive tests.
+pub const ALL_STATES: [State; 8] = [
+    State::Idle,
+    State::Listen,
+    State::ConnRecv,
+    State::Accepting,
+    State::ConnSent,
+    State::Established,
+    State::Closing,
+    State::Destroying,
+];
+
+/// All inputs, for exhaustive tests.
+pub const ALL_INPUTS: [Input; 17] = [
+    Input::Listen,
+    Input::ListenFailed,
+    Input::Connect,
+    Input::ConnectFailed,
+    Input::Accept,
+    Input::AcceptFailed,
+    Input::Reject,
+    Input::Disconnect { abrupt: false },
+    Input::Disconnect { abrupt: true },
+    Input::Destroy,
+    Input::InitQpAttr,
+    Input::EvConnectRequest,
+    Input::EvConnectReply { ok: true },
+    Input::EvConnectReply { ok: false },
+    Input::EvEstablished,
+    Input::EvDisconnect,
+    Input::EvClose,
+];

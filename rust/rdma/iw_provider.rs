@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The provider shim: an iWARP driver's `ib_device_ops.iw_*` behind safe types.
+//!
+//! Every iWARP provider (siw, iw_cxgb4, irdma, erdma, ...) fills the `iw_*`
+//! members of `struct ib_device_ops` (include/rdma/ib_verbs.h); the iWARP
+//! connection manager calls them.  [`IwDevice`] wraps the device, [`QpRef`]
+//! is iw_cm's reference on a QP (`iw_add_ref`/`iw_rem_ref`) as an RAII guard.
+//!
+//! C source mirrored: the `cm_id->device->ops.iw_*` calls of
+//! drivers/infiniband/core/iwcm.c.
+
+use crate::bindings;
+use core::ptr::NonNull;
+use kernel::error::{to_result, Result};
+use kernel::prelude::*;
+
+/// An iWARP-capable `struct ib_device`.
+///
+/// # Invariants
+///
+/// `ptr` points to a registered `struct ib_device` whose `ops.iw_*` members
+/// are set (the device is iWARP), and it stays valid while this value exists:
+/// rdma_cm and the ULP hold the device while any of its cm_ids exists.
+#[derive(Clone, Copy)]
+pub struct IwDevice {
+    ptr: NonNull<bindings::ib_device>,
+}
+
+// SAFETY: `struct ib_device` is shared between threads by the RDMA core; the
+// `iw_*` ops are callable from any process context.
+unsafe impl Send for IwDevice {}
+// SAFETY: as for `Send`; `&IwDevice` only exposes the thread-safe `iw_*` ops.
+unsafe impl Sync for IwDevice {}
+
+/// Error for a provider op the device does not implement.
+fn missing_op() -> Error {
+    EOPNOTSUPP
+}
+
+impl IwDevice {
+    /// Wraps a raw device pointer.
+    ///
+    /// Returns `None` for a null pointer.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is null or points to a registered `struct ib_device` that stays
+    /// valid for the lifetime of the returned value.
+    pub unsafe fn from_raw(ptr: *mut bindings::ib_device) -> Option<Self> {
+        // INVARIANT: guaranteed by the caller.
+        NonNull::new(ptr).map(|ptr| Self { ptr })
+    }
+
+    /// The raw `struct ib_device *`.
+    pub fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ptr.as_ptr()
+    }
+
+    fn ops(&self) -> &bindings::ib_device_ops {
+        // SAFETY: by the type invariant the device is valid; `ops` is set at
+        // registration and never changes afterwards.
+        unsafe { &(*self.ptr.as_ptr()).ops }
+    }
+
+    /// Whether the provider implements every op iw_cm needs.
+    pub fn is_iwarp(&self) -> bool {
+        let o = self.ops();
+        o.iw_add_ref.is_some()
+            && o.iw_rem_ref.is_some()
+            && o.iw_get_qp.is_some()
+            && o.iw_connect.is_some()
+            && o.iw_accept.is_some()
+            && o.iw_reject.is_some()
+            && o.iw_create_listen.is_some()
+            && o.iw_destroy_listen.is_some()
+    }
+
+    /// Looks up QP number `qpn` and takes iw_cm's reference on it
+    /// (`iw_get_qp` + `iw_add_ref`).
+    ///
+    /// Context: any; does not sleep (both ops are lookups/atomic increments
+    /// in siw and iw_cxgb4).  Returns `None` for an unknown QP number.
+    pub fn get_qp(&self, qpn: u32) -> Option<QpRef> {
+        let get = self.ops().iw_get_qp?;
+        let qpn = i32::try_from(qpn).ok()?;
+        // SAFETY: the device is valid (type invariant); `iw_get_qp` accepts
+        // any QP number and returns null when it is unknown.
+        let qp = NonNull::new(unsafe { get(self.ptr.as_ptr(), qpn) })?;
+        // SAFETY: `qp` was just returned by the provider for this device.
+        unsafe { QpRef::acquire(*self, qp) }
+    }
+
+    /// `iw_connect`: starts an active connection for `cm_id`.
+    ///
+    /// Events (CONNECT_REPLY) may be delivered to `cm_id->event_handler`
+    /// before this returns.  May sleep.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` and `param` are valid for the call; `cm_id` belongs to this
+    /// device and has `event_handler`/`add_ref`/`rem_ref` set.
+    pub unsafe fn connect(
+        &self,
+        cm_id: *mut bindings::iw_cm_id,
+        param: *mut bindings::iw_cm_conn_param,
+    ) -> Result {
+        let f = self.ops().iw_connect.ok_or_else(missing_op)?;
+        // SAFETY: guaranteed by the caller.
+        to_result(unsafe { f(cm_id, param) })
+    }
+
+    /// `iw_accept`: accepts the connection request of `cm_id`.  May sleep.
+    ///
+    /// # Safety
+    ///
+    /// As for [`IwDevice::connect`].
+    pub unsafe fn accept(
+        &self,
+        cm_id: *mut bindings::iw_cm_id,
+        param: *mut bindings::iw_cm_conn_param,
+    ) -> Result {
+        let f = self.ops().iw_accept.ok_or_else(missing_op)?;
+        // SAFETY: guaranteed by the caller.
+        to_result(unsafe { f(cm_id, param) })
+    }
+
+    /// `iw_reject`: rejects the connection request of `cm_id`, sending
+    /// `pdata` (at most 255 bytes) to the peer.  May sleep.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` is valid for the call and belongs to this device.
+    pub unsafe fn reject(&self, cm_id: *mut bindings::iw_cm_id, pdata: &[u8]) -> Result {
+        let f = self.ops().iw_reject.ok_or_else(missing_op)?;
+        let len = u8::try_from(pdata.len()).map_err(|_| EINVAL)?;
+        let p = if pdata.is_empty() {
+            core::ptr::null()
+        } else {
+            pdata.as_ptr().cast()
+        };
+        // SAFETY: guaranteed by the caller; `p` is valid for `len` bytes.
+        to_result(unsafe { f(cm_id, p, len) })
+    }
+
+    /// `iw_create_listen`: starts listening on `cm_id->local_addr`.  May sleep.
+    ///
+    /// # Safety
+    ///
+    /// As for [`IwDevice::reject`].
+    pub unsafe fn create_listen(&self, cm_id: *mut bindings::iw_cm_id, backlog: i32) -> Result {
+        let f = self.ops().iw_create_listen.ok_or_else(missing_op)?;
+        // SAFETY: guaranteed by the caller.
+        to_result(unsafe { f(cm_id, backlog) })
+    }
+
+    /// `iw_destroy_listen`: stops listening.  May sleep.
+    ///
+    /// # Safety
+    ///
+    /// As for [`IwDevice::reject`]; `cm_id` is listening.
+    pub unsafe fn destroy_listen(&self, cm_id: *mut bindings::iw_cm_id) -> Result {
+        let f = self.ops().iw_destroy_listen.ok_or_else(missing_op)?;
+        // SAFETY: guaranteed by the caller.
+        to_result(unsafe { f(cm_id) })
+    }
+}
+
+/// One `iw_add_ref` reference on a QP, released by `iw_rem_ref` on drop.
+///
+/// siw_destroy_qp and c4iw_destroy_qp wait until every such reference is
+/// gone, so a `QpRef` must never be dropped while a lock is held that the
+/// destroying thread might need, and must be dropped before the event that
+/// tells the ULP to destroy its QP (CLOSE, a failed CONNECT_REPLY) is
+/// delivered.
+///
+/// # Invariants
+///
+/// `qp` is a QP of `dev` on which this value owns one `iw_add_ref` reference.
+pub struct QpRef {
+    dev: IwDevice,
+    qp: NonNull<bindings::ib_qp>,
+}
+
+// SAFETY: the provider's QP reference counting is thread-safe (kref in siw,
+// refcount in iw_cxgb4); the reference may be released from any thread.
+unsafe impl Send for QpRef {}
+// SAFETY: `&QpRef` only allows `ib_modify_qp`, which is thread-safe.
+unsafe impl Sync for QpRef {}
+
+impl QpRef {
+    /// Takes a new reference on `qp`.
+    ///
+    /// # Safety
+    ///
+    /// `qp` is a live QP of `dev` (the caller holds a reference or the
+    /// provider's lookup just returned it).
+    unsafe fn acquire(dev: IwDevice, qp: NonNull<bindings::ib_qp>) -> Option<Self> {
+        let add = dev.ops().iw_add_ref?;
+        dev.ops().iw_rem_ref?;
+        // SAFETY: `qp` is live (caller); `iw_add_ref` takes a reference.
+        unsafe { add(qp.as_ptr()) };
+        // INVARIANT: we own the reference just taken.
+        Some(Self { dev, qp })
+    }
+
+    /// Another reference on the same QP (`iw_add_ref`).  Does not sleep.
+    pub fn try_clone(&self) -> Option<Self> {
+        // SAFETY: `self` keeps the QP alive.
+        unsafe { Self::acquire(self.dev, self.qp) }
+    }
+
+    /// The raw `struct ib_qp *` (valid while `self` lives).
+    pub fn as_raw(&self) -> *mut bindings::ib_qp {
+        self.qp.as_ptr()
+    }
+
+    fn modify_state(&self, state: bindings::ib_qp_state) -> Result {
+        let mut attr = bindings::ib_qp_attr {
+            qp_state: state,
+            ..Default::default()
+        };
+        // SAFETY: the QP is alive (type invariant); `attr` is valid and only
+        // `qp_state` is selected by the mask.
+        to_result(unsafe {
+            bindings::ib_modify_qp(
+                self.qp.as_ptr(),
+                &mut attr,
+                bindings::ib_qp_attr_mask_IB_QP_STATE as i32,
+            )
+        })
+    }
+
+    /// Moves the QP to ERR: abrupt close.  May sleep.
+    pub fn modify_to_err(&self) -> Result {
+        self.modify_state(bindings::ib_qp_state_IB_QPS_ERR)
+    }
+
+    /// Moves the QP to SQD (RDMAC CLOSING): graceful close.  May sleep.
+    pub fn modify_to_sqd(&self) -> Result {
+        self.modify_state(bindings::ib_qp_state_IB_QPS_SQD)
+    }
+}
+
+impl Drop for QpRef {
+    fn drop(&mut self) {
+        if let Some(rem) = self.dev.ops().iw_rem_ref {
+            // SAFETY: we own one reference (type invariant); this gives it back.
+            unsafe { rem(self.qp.as_ptr()) };
+        }
+    }
+}

@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# cmtime over siw: 100 and then 500 connections set up and torn down in
+# bulk by one client against a fresh server each time.  The client must
+# exit 0, print its timing table and no error; the server must print no
+# error either (see the note on "failure creating qp" below).
+#
+# CMTIME_SERVER_QP_NOTE
+. "$(dirname "$0")/lib.sh"
+
+iwcm_init cmtime 3
+iwcm_require_cmd cmtime rdma
+iwcm_setup_or_bail
+
+cmtime_run() {
+	local n=$1 srv crc t0 ok=1
+	local slog=$IWCM_TMP/server-$n.log clog=$IWCM_TMP/client-$n.log
+	t0=$(__iwcm_now)
+	iwcm_spawn srv "$slog" cmtime -b "$IWCM_ADDR"
+	if ! iwcm_wait_listen 7471; then
+		iwcm_log "cmtime server did not listen on 7471"
+		ok=0
+	else
+		timeout -k 5 240 cmtime -s "$IWCM_ADDR" -c "$n" >"$clog" 2>&1
+		crc=$?
+		iwcm_log "cmtime -c $n: client exit $crc, $(__iwcm_elapsed "$t0") s"
+		grep -E "^(step|create id|resolve|create qp|connect|disconnect|destroy)" "$clog" |
+			while IFS= read -r l; do iwcm_log "  $l"; done
+		if [ "$crc" -ne 0 ] || ! grep -qE "^connect +:" "$clog" ||
+		   grep -qiE "fail|error|event: " "$clog"; then
+			iwcm_log "client failed"
+			ok=0
+		fi
+		# The server runs until killed: it must still be there, and it
+		# must not have refused or failed a connection.
+		if iwcm_exited "$srv"; then
+			iwcm_log "cmtime server exited early"
+			ok=0
+		fi
+		if grep -qiE "fail|error" "$slog"; then
+			iwcm_log "server reported errors"
+			ok=0
+		fi
+	fi
+	if [ $ok -eq 1 ]; then
+		ktap_test_pass "cmtime $n connections"
+	else
+		iwcm_show_log "$slog"
+		iwcm_show_log "$clog"
+		ktap_test_fail "cmtime $n connections"
+	fi
+	iwcm_stop_all
+}
+
+cmtime_run 100
+cmtime_run 500
+
+iwcm_finish

@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Teardown while data flows: an rping and an ib_send_bw -R pair, first the
+# client and then (with a fresh pair) the server SIGKILLed mid-run.  The
+# survivor must notice (its DISCONNECTED event or flushed completions) and
+# exit by itself within 30 s, and once both are gone no rdma_cm id may be
+# left on the device (and with the Rust iw_cm, its cm_id count must be
+# back to the baseline).
+. "$(dirname "$0")/lib.sh"
+
+iwcm_init kill_teardown 5
+iwcm_require_cmd rping ib_send_bw rdma
+iwcm_setup_or_bail
+
+lo_tx() { cat /sys/class/net/lo/statistics/tx_bytes; }
+# Data flows: rping printed 20 pings / lo carried 16 MiB since the start.
+rping_flowing() { [ "$(grep -c '^ping data' "$1" 2>/dev/null)" -ge 20 ]; }
+bw_flowing() { [ $(( $(lo_tx) - LO0 )) -gt $((16 << 20)) ]; }
+
+# scenario TOOL VICTIM: start the pair, wait for data, SIGKILL VICTIM
+# (client|server), the other must exit within 30 s, nothing left behind.
+scenario() {
+	local tool=$1 victim=$2 srv cli port killed other rc ok=1 t0
+	local slog=$IWCM_TMP/$tool-$victim-server.log clog=$IWCM_TMP/$tool-$victim-client.log
+	t0=$(__iwcm_now)
+	LO0=$(lo_tx)
+	case $tool in
+	rping)
+		port=7174
+		iwcm_spawn srv "$slog" rping -s -a "$IWCM_ADDR"
+		iwcm_wait_listen $port || { iwcm_log "server did not listen"; ok=0; }
+		iwcm_spawn cli "$clog" rping -c -a "$IWCM_ADDR" -v
+		iwcm_wait_for 60 rping_flowing "$clog" || { iwcm_log "no pings flowing"; ok=0; }
+		;;
+	ib_send_bw)
+		port=18515
+		iwcm_spawn srv "$slog" ib_send_bw -R -d "$IWCM_RDEV" -p $port -F -D 120 -s 65536
+		iwcm_wait_listen $port || { iwcm_log "server did not listen"; ok=0; }
+		iwcm_spawn cli "$clog" ib_send_bw -R -d "$IWCM_RDEV" -p $port -F -D 120 -s 65536 "$IWCM_ADDR"
+		iwcm_wait_for 60 bw_flowing || { iwcm_log "no data flowing"; ok=0; }
+		;;
+	esac
+	if [ "$victim" = client ]; then killed=$cli other=$srv; else killed=$srv other=$cli; fi
+	if iwcm_exited "$killed"; then
+		iwcm_log "the $victim had already exited before the kill"
+		ok=0
+	fi
+	kill -9 "$killed" 2>/dev/null
+	iwcm_wait "$other" 30
+	rc=$?
+	if [ $rc -eq 124 ]; then
+		iwcm_log "$tool: the peer of the killed $victim still runs after 30 s"
+		ok=0
+	else
+		iwcm_log "$tool: peer of the killed $victim exited with status $rc"
+	fi
+	iwcm_stop_all
+	if ! iwcm_wait_for 10 __iwcm_no_dev_cm_ids; then
+		iwcm_dev_cm_ids | while IFS= read -r l; do iwcm_log "left: $l"; done
+		ok=0
+	fi
+	if [ -n "$IWCM_CMIDS_BASE" ] && ! iwcm_wait_for 10 __iwcm_cmids_at_base; then
+		iwcm_log "iw_cm cm_ids $(iwcm_cm_ids), baseline $IWCM_CMIDS_BASE"
+		ok=0
+	fi
+	iwcm_log "$tool, $victim killed: $(__iwcm_elapsed "$t0") s, lo carried $(( ($(lo_tx) - LO0) >> 20 )) MiB"
+	if [ $ok -eq 1 ]; then
+		ktap_test_pass "$tool: $victim SIGKILLed mid-run, peer exits, no cm_id left"
+	else
+		iwcm_show_log "$slog" 15
+		iwcm_show_log "$clog" 15
+		ktap_test_fail "$tool: $victim SIGKILLed mid-run, peer exits, no cm_id left"
+	fi
+}
+
+scenario rping client
+scenario rping server
+scenario ib_send_bw client
+scenario ib_send_bw server
+
+iwcm_finish

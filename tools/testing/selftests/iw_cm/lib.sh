@@ -1,0 +1,379 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Shared helpers of the iw_cm selftests: KTAP output (the kernel's own
+# ktap_helpers.sh), siw on a dummy netdev, the iw_cm implementation under
+# test, background processes, and the leak / splat checks every test ends
+# with.
+#
+# Environment:
+#   IWCM_IMPL     c (default): the stock iw_cm (modprobe iw_cm)
+#                 rust: our module, insmod $IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm.ko
+#   IWCM_TOP      repository root (default: four levels above this file)
+#   IWCM_ADDR     IPv4 address of the siw netdev (default 192.168.77.1)
+#
+# A test script: source this file, call iwcm_init "name" PLAN, then
+# iwcm_setup, run its checks with ktap_test_pass/ktap_test_fail (or
+# iwcm_check), and end with iwcm_finish.
+
+IWCM_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# The kernel's KTAP helpers: installed layout (BASE_DIR/kselftest/) first,
+# then the kernel source of the test kernel.
+__iwcm_find_ktap() {
+	local c
+	for c in "${BASE_DIR:+$BASE_DIR/kselftest/ktap_helpers.sh}" \
+		 "$IWCM_LIB_DIR/../kselftest/ktap_helpers.sh" \
+		 "${KSELFTEST_DIR:+$KSELFTEST_DIR/kselftest/ktap_helpers.sh}" \
+		 "${KSRC:+$KSRC/tools/testing/selftests/kselftest/ktap_helpers.sh}"; do
+		[ -n "$c" ] && [ -r "$c" ] && { echo "$c"; return 0; }
+	done
+	return 1
+}
+if ! __iwcm_ktap=$(__iwcm_find_ktap); then
+	echo "TAP version 13"
+	echo "1..0 # SKIP kselftest/ktap_helpers.sh not found (set KSELFTEST_DIR)"
+	exit 4
+fi
+# shellcheck source=/dev/null
+. "$__iwcm_ktap"
+
+IWCM_IMPL=${IWCM_IMPL:-c}
+IWCM_ADDR=${IWCM_ADDR:-192.168.77.1}
+IWCM_PREFIX=${IWCM_PREFIX:-24}
+IWCM_NETDEV=${IWCM_NETDEV:-dummy0}
+IWCM_RDEV=${IWCM_RDEV:-siw0}
+IWCM_CMIDS=/sys/kernel/debug/iw_cm/cm_ids
+# The repository (for the Rust module); guest-tests.sh exports it, which
+# matters once the tests are installed elsewhere.
+IWCM_TOP=${IWCM_TOP:-$(cd "$IWCM_LIB_DIR/../../../.." && pwd)}
+IWCM_RUST_KO=${IWCM_RUST_KO:-$IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm.ko}
+
+IWCM_PIDS=()
+IWCM_SETUP_DONE=0
+IWCM_CMIDS_BASE=
+IWCM_DMESG_BASE=0
+IWCM_T0=0
+IWCM_NAME=
+IWCM_TMP=
+
+iwcm_log() { ktap_print_msg "$*"; }
+
+# Seconds since the epoch with sub-second precision.
+__iwcm_now() { date +%s.%N; }
+__iwcm_elapsed() { awk -v a="$1" -v b="$(__iwcm_now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# Skip the whole test (exit 4) with a reason.
+iwcm_skip_all() {
+	ktap_skip_all "$*"
+	exit "$KSFT_SKIP"
+}
+
+# iwcm_init NAME PLAN: KTAP header and plan, temp dir, signal handling.
+# The plan counts the test's own checks plus the checks iwcm_finish adds
+# (IWCM_FINISH_CHECKS of them).
+IWCM_FINISH_CHECKS=3
+iwcm_init() {
+	IWCM_NAME=$1
+	local plan=$2
+	IWCM_T0=$(__iwcm_now)
+	[ "$(id -u)" -eq 0 ] || iwcm_skip_all "$IWCM_NAME: needs root"
+	ktap_print_header
+	ktap_set_plan $((plan + IWCM_FINISH_CHECKS))
+	IWCM_TMP=$(mktemp -d "/tmp/iwcm-$IWCM_NAME.XXXXXX")
+	trap '__iwcm_on_signal' TERM INT
+	iwcm_log "$IWCM_NAME: IWCM_IMPL=$IWCM_IMPL addr $IWCM_ADDR, logs in $IWCM_TMP"
+}
+
+__iwcm_on_signal() {
+	iwcm_log "$IWCM_NAME: interrupted (timeout?): cleaning up"
+	iwcm_stop_all
+	iwcm_teardown >/dev/null 2>&1
+	exit "$KSFT_FAIL"
+}
+
+# iwcm_require_cmd CMD...: skip the test when a tool is not installed.
+iwcm_require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 ||
+			iwcm_skip_all "$IWCM_NAME: $c not installed (rdma-core, rdmacm-utils, ibverbs-utils, perftest)"
+	done
+}
+
+# iwcm_check DESCRIPTION CMD...: one KTAP result from a command's status.
+iwcm_check() {
+	local d=$1
+	shift
+	if "$@"; then
+		ktap_test_pass "$d"
+	else
+		ktap_test_fail "$d"
+	fi
+}
+
+# ------------------------------------------------------------------ iw_cm
+
+# Which iw_cm is loaded: "rust" (out-of-tree: taint O), "c", or "none".
+iwcm_loaded_impl() {
+	[ -d /sys/module/iw_cm ] || { echo none; return; }
+	[ -r /sys/module/iw_cm/initstate ] || { echo c; return; }
+	if grep -q O /sys/module/iw_cm/taint 2>/dev/null; then echo rust; else echo c; fi
+}
+
+# load_iw_cm: load the iw_cm selected by IWCM_IMPL (idempotent; fails when
+# the other implementation is already loaded).
+load_iw_cm() {
+	local cur
+	cur=$(iwcm_loaded_impl)
+	if [ "$cur" != none ]; then
+		if [ "$cur" != "$IWCM_IMPL" ]; then
+			iwcm_log "iw_cm loaded is '$cur', IWCM_IMPL=$IWCM_IMPL"
+			return 1
+		fi
+		return 0
+	fi
+	case "$IWCM_IMPL" in
+	c)
+		modprobe iw_cm || return 1 ;;
+	rust)
+		if [ ! -f "$IWCM_RUST_KO" ]; then
+			iwcm_log "no Rust iw_cm at $IWCM_RUST_KO"
+			return 1
+		fi
+		# Its dependencies (ib_core) first: insmod does not resolve them.
+		modprobe ib_core || return 1
+		insmod "$IWCM_RUST_KO" || return 1 ;;
+	*)
+		iwcm_log "IWCM_IMPL must be c or rust, not '$IWCM_IMPL'"
+		return 1 ;;
+	esac
+	[ "$(iwcm_loaded_impl)" = "$IWCM_IMPL" ]
+}
+
+# The Rust iw_cm's live cm_id count, or empty when the file is absent.
+iwcm_cm_ids() {
+	[ -r "$IWCM_CMIDS" ] && tr -d ' \n' < "$IWCM_CMIDS"
+}
+
+# ------------------------------------------------------------------ siw
+
+iwcm_link_up() {
+	rdma link show 2>/dev/null | grep -q "^link $IWCM_RDEV/"
+}
+
+# iwcm_setup: iw_cm + rdma_cm + siw, dummy netdev with an address, lo up,
+# the siw link, its port ACTIVE.  Returns non-zero (with a message) on error.
+iwcm_setup() {
+	local i state
+	load_iw_cm || { iwcm_log "setup: cannot load iw_cm ($IWCM_IMPL)"; return 1; }
+	for m in rdma_cm rdma_ucm siw dummy; do
+		modprobe "$m" || { iwcm_log "setup: modprobe $m failed"; return 1; }
+	done
+	ip link set lo up || return 1
+	if ! ip link show "$IWCM_NETDEV" >/dev/null 2>&1; then
+		ip link add "$IWCM_NETDEV" type dummy || return 1
+	fi
+	ip addr flush dev "$IWCM_NETDEV"
+	ip addr add "$IWCM_ADDR/$IWCM_PREFIX" dev "$IWCM_NETDEV" || return 1
+	ip link set "$IWCM_NETDEV" up || return 1
+	if ! iwcm_link_up; then
+		rdma link add "$IWCM_RDEV" type siw netdev "$IWCM_NETDEV" || {
+			iwcm_log "setup: rdma link add $IWCM_RDEV failed"
+			return 1
+		}
+	fi
+	IWCM_SETUP_DONE=1
+	# The port goes ACTIVE once the netdev is up: poll with a deadline.
+	for i in $(seq 50); do
+		state=$(rdma link show "$IWCM_RDEV/1" 2>/dev/null | sed -n 's/.* state \([A-Z_]*\) .*/\1/p')
+		[ "$state" = ACTIVE ] && break
+		sleep 0.1
+	done
+	if [ "$state" != ACTIVE ]; then
+		iwcm_log "setup: $IWCM_RDEV/1 state '$state', not ACTIVE after 5 s"
+		return 1
+	fi
+	IWCM_CMIDS_BASE=$(iwcm_cm_ids)
+	IWCM_DMESG_BASE=$(dmesg | wc -l)
+	return 0
+}
+
+# iwcm_teardown: stop our processes, delete the siw link (bounded: siw
+# has no disassociate_ucontext, a leftover user blocks it), the netdev.
+iwcm_teardown() {
+	local rc=0
+	iwcm_stop_all
+	if iwcm_link_up; then
+		timeout 60 rdma link delete "$IWCM_RDEV"
+		rc=$?
+		[ $rc -eq 0 ] || iwcm_log "teardown: rdma link delete $IWCM_RDEV failed or hung (status $rc)"
+	fi
+	ip link del "$IWCM_NETDEV" 2>/dev/null
+	IWCM_SETUP_DONE=0
+	return $rc
+}
+
+# ------------------------------------------------------------------ processes
+
+# iwcm_spawn VAR LOG CMD...: start CMD in the background, output to LOG,
+# its pid in VAR; remembered for iwcm_stop_all.
+iwcm_spawn() {
+	local var=$1 log=$2
+	shift 2
+	"$@" >"$log" 2>&1 &
+	local pid=$!
+	IWCM_PIDS+=("$pid")
+	printf -v "$var" '%s' "$pid"
+}
+
+# True when PID is gone or a zombie.
+iwcm_exited() {
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+
+# iwcm_wait PID SECONDS: the exit status of PID, or 124 when it is still
+# running after SECONDS (it is left running).
+iwcm_wait() {
+	local pid=$1 secs=$2 end
+	end=$(awk -v s="$secs" -v n="$(__iwcm_now)" 'BEGIN { printf "%.1f", n + s }')
+	while ! iwcm_exited "$pid"; do
+		if awk -v e="$end" -v n="$(__iwcm_now)" 'BEGIN { exit !(n > e) }'; then
+			return 124
+		fi
+		sleep 0.1
+	done
+	wait "$pid"
+}
+
+# iwcm_wait_for SECONDS CMD...: poll CMD until it succeeds (every 0.1 s);
+# non-zero after SECONDS.
+iwcm_wait_for() {
+	local secs=$1 i
+	shift
+	for i in $(seq $((secs * 10))); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
+
+# A listening rdma_cm id on TCP port PORT (rdma resource show cm_id).
+iwcm_listening() {
+	rdma resource show cm_id 2>/dev/null | grep " state LISTEN " | grep -q "src-addr [0-9.]*:$1 "
+}
+
+# iwcm_wait_listen PORT [SECONDS]: wait for a server's listener.
+iwcm_wait_listen() {
+	iwcm_wait_for "${2:-20}" iwcm_listening "$1"
+}
+
+# A line matching REGEX in FILE.
+iwcm_log_has() { grep -qE "$2" "$1" 2>/dev/null; }
+
+# iwcm_stop_all: SIGKILL every process we started that still runs, reap it.
+iwcm_stop_all() {
+	local p
+	for p in "${IWCM_PIDS[@]}"; do
+		if ! iwcm_exited "$p"; then
+			kill -9 "$p" 2>/dev/null
+		fi
+		wait "$p" 2>/dev/null
+	done
+	IWCM_PIDS=()
+}
+
+# iwcm_show_log FILE: a process's output as KTAP diagnostics.
+iwcm_show_log() {
+	[ -s "$1" ] || return 0
+	sed -e "s|^|$(basename "$1"): |" "$1" | tail -n "${2:-40}" | while IFS= read -r l; do
+		ktap_print_msg "$l"
+	done
+}
+
+# ------------------------------------------------------------------ leak checks
+
+# rdma_cm ids of our device (rdma resource show cm_id), one per line.
+iwcm_dev_cm_ids() {
+	rdma resource show cm_id 2>/dev/null | grep "^link $IWCM_RDEV/"
+}
+
+__iwcm_no_dev_cm_ids() { [ -z "$(iwcm_dev_cm_ids)" ]; }
+__iwcm_cmids_at_base() { [ "$(iwcm_cm_ids)" = "$IWCM_CMIDS_BASE" ]; }
+
+# iwcm_check_no_leak: every user process gone, then no rdma_cm id on the
+# device and (Rust iw_cm) the cm_id count back to its value after setup.
+# Two KTAP results.
+iwcm_check_no_leak() {
+	iwcm_stop_all
+	if iwcm_wait_for 10 __iwcm_no_dev_cm_ids; then
+		ktap_test_pass "no rdma_cm id left on $IWCM_RDEV"
+	else
+		iwcm_dev_cm_ids | while IFS= read -r l; do ktap_print_msg "left: $l"; done
+		ktap_test_fail "no rdma_cm id left on $IWCM_RDEV"
+	fi
+	if [ -z "$IWCM_CMIDS_BASE" ] || [ ! -r "$IWCM_CMIDS" ]; then
+		ktap_test_skip "iw_cm cm_id count back to baseline: no $IWCM_CMIDS (IWCM_IMPL=$IWCM_IMPL)"
+	elif iwcm_wait_for 10 __iwcm_cmids_at_base; then
+		ktap_test_pass "iw_cm cm_id count back to baseline ($IWCM_CMIDS_BASE)"
+	else
+		ktap_test_fail "iw_cm cm_id count back to baseline: $(iwcm_cm_ids), was $IWCM_CMIDS_BASE"
+	fi
+}
+
+# Kernel messages since setup that are splats.
+IWCM_SPLAT_RE='WARNING:|BUG:|Oops|INFO: task .* blocked|possible (recursive|circular) locking|general protection|UBSAN:|KASAN:|unreferenced object|kernel BUG|refcount_t:'
+iwcm_new_splats() {
+	dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -E "$IWCM_SPLAT_RE"
+}
+
+# iwcm_finish: the leak checks (2 results), teardown + splat check (1
+# result), duration; exit 0 pass, 4 all skipped, 1 otherwise.
+iwcm_finish() {
+	local splats rc
+	if [ "$IWCM_SETUP_DONE" = 1 ]; then
+		iwcm_check_no_leak
+		iwcm_teardown
+		rc=$?
+		splats=$(iwcm_new_splats)
+		if [ $rc -eq 0 ] && [ -z "$splats" ]; then
+			ktap_test_pass "teardown (rdma link delete) without kernel splat"
+		else
+			[ -n "$splats" ] && printf '%s\n' "$splats" | head -20 |
+				while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
+			ktap_test_fail "teardown (rdma link delete) without kernel splat"
+		fi
+	else
+		iwcm_stop_all
+		while [ "$KTAP_TESTNO" -le "$KSFT_NUM_TESTS" ]; do
+			ktap_test_fail "not run: setup failed or test aborted"
+		done
+	fi
+	[ -n "$IWCM_TMP" ] && rm -rf "$IWCM_TMP"
+	ktap_print_msg "$IWCM_NAME: duration $(__iwcm_elapsed "$IWCM_T0") s"
+	ktap_print_totals
+	if [ $((KTAP_TESTNO - 1)) -ne "$KSFT_NUM_TESTS" ]; then
+		ktap_print_msg "$IWCM_NAME: $((KTAP_TESTNO - 1)) results for a plan of $KSFT_NUM_TESTS"
+		exit "$KSFT_FAIL"
+	fi
+	if [ "$KTAP_CNT_FAIL" -gt 0 ]; then
+		exit "$KSFT_FAIL"
+	fi
+	if [ "$KTAP_CNT_PASS" -eq 0 ] && [ "$KTAP_CNT_SKIP" -gt 0 ]; then
+		exit "$KSFT_SKIP"
+	fi
+	exit "$KSFT_PASS"
+}
+
+# iwcm_setup_or_bail: setup, or fail every planned result and exit.
+iwcm_setup_or_bail() {
+	if iwcm_setup; then
+		ktap_test_pass "setup: $IWCM_RDEV on $IWCM_NETDEV ($IWCM_ADDR), iw_cm $IWCM_IMPL"
+	else
+		ktap_test_fail "setup: $IWCM_RDEV on $IWCM_NETDEV ($IWCM_ADDR), iw_cm $IWCM_IMPL"
+		iwcm_teardown >/dev/null 2>&1
+		IWCM_SETUP_DONE=0
+		iwcm_finish
+	fi
+}

@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# ucmatose over siw: 20 and then 100 simultaneous connections (the server
+# needs the same -c as the client), each exchanging messages, then
+# disconnecting.  Both sides must exit 0 and report "return status 0".
+. "$(dirname "$0")/lib.sh"
+
+iwcm_init ucmatose 3
+iwcm_require_cmd ucmatose rdma
+iwcm_setup_or_bail
+
+ucmatose_run() {
+	local n=$1 srv crc src t0 ok=1
+	local slog=$IWCM_TMP/server-$n.log clog=$IWCM_TMP/client-$n.log
+	t0=$(__iwcm_now)
+	iwcm_spawn srv "$slog" ucmatose -b "$IWCM_ADDR" -c "$n"
+	if ! iwcm_wait_listen 7471; then
+		iwcm_log "ucmatose server did not listen on 7471"
+		ok=0
+	else
+		timeout -k 5 240 ucmatose -s "$IWCM_ADDR" -c "$n" >"$clog" 2>&1
+		crc=$?
+		iwcm_wait "$srv" 60
+		src=$?
+		iwcm_log "ucmatose -c $n: client exit $crc, server exit $src, $(__iwcm_elapsed "$t0") s"
+		if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ] ||
+		   ! grep -q "return status 0" "$clog" || ! grep -q "return status 0" "$slog" ||
+		   grep -qiE "fail|error|event: " "$clog" "$slog"; then
+			ok=0
+		fi
+	fi
+	if [ $ok -eq 1 ]; then
+		ktap_test_pass "ucmatose $n connections"
+	else
+		iwcm_show_log "$slog"
+		iwcm_show_log "$clog"
+		ktap_test_fail "ucmatose $n connections"
+	fi
+	iwcm_stop_all
+}
+
+ucmatose_run 20
+ucmatose_run 100
+
+iwcm_finish

@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# PID 1 of the test VM (tools/vm/run.sh).  The host root is mounted read-only
+# over 9p; this makes the test kernel's modules visible at /usr/lib/modules,
+# mounts the writable results share, runs $RESULTS/cmd.sh and powers off.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp TERM=dumb LANG=C.UTF-8
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /var/tmp
+mount -t tmpfs tmpfs /var/log
+mount -t tmpfs tmpfs /mnt
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t configfs configfs /sys/kernel/config
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+
+mkdir -p /mnt/kmods /mnt/results /mnt/etc-upper /mnt/etc-work
+mount -t 9p -o trans=virtio,version=9p2000.L,ro kmods /mnt/kmods
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /mnt/results
+# The test kernel's modules appear at /usr/lib/modules/<release> (an overlay
+# over the host's /usr/lib, which has none).
+mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib /usr/lib
+# A writable /etc for tools that write there (nvme-cli's hostnqn, ...).
+mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/etc-upper,workdir=/mnt/etc-work /etc
+hostname iwcm-vm
+ip link set lo up
+echo 1 > /proc/sys/kernel/sysrq
+export IWCM_RESULTS=/mnt/results
+
+timeout=$(cat /mnt/results/guest-timeout 2>/dev/null || echo 600)
+(
+	sleep "$timeout"
+	echo "VM: guest timeout after ${timeout}s: blocked tasks follow"
+	echo w > /proc/sysrq-trigger
+	sleep 2
+	echo "VM: HANG" > /mnt/results/hang
+	sync
+	echo o > /proc/sysrq-trigger
+) &
+watchdog=$!
+
+echo "VM: init reached at $(cut -d' ' -f1 /proc/uptime) s"
+cd "$(cat /mnt/results/cwd)" 2>/dev/null || cd /
+bash /mnt/results/cmd.sh
+rc=$?
+kill "$watchdog" 2>/dev/null
+echo "VM: command exited with status $rc at $(cut -d' ' -f1 /proc/uptime) s"
+
+if [ -e /sys/kernel/debug/kmemleak ] && [ ! -e /mnt/results/no-kmemleak ]; then
+	# Two scans: an object must look unreferenced twice to be reported.
+	echo scan > /sys/kernel/debug/kmemleak
+	sleep 1
+	echo scan > /sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak
+fi
+dmesg > /mnt/results/dmesg.txt 2>/dev/null
+echo "$rc" > /mnt/results/rc
+sync
+umount /mnt/results
+echo o > /proc/sysrq-trigger
+sleep 10

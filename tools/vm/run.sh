@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Boot the test kernel in QEMU with the host root read-only over 9p, run one
+# command inside, and return its exit status.
+#
+#   tools/vm/run.sh [options] -- command [args...]
+#     --name NAME          results folder name (results/NAME-<time>/)
+#     --timeout SECONDS    guest-side watchdog: sysrq-w then power off (default 900)
+#     --allow-rdma-cm-lockdep
+#                          accept rdma_cm's handler_mutex lockdep report
+#                          (../shared/FACTS.md); every other splat stays fatal
+#     --no-kmemleak        skip the kmemleak scan at the end
+#
+# The console log is saved as results/NAME-<time>/console.log.  Any kernel
+# splat in it fails the run; a guest that does not finish is reported as a
+# hang (exit 124).  Environment: FLAVOUR=kasan for the KASAN kernel,
+# IWCM_ACCEL=tcg|kvm to skip the KVM probe, IWCM_RESULTS_DIR.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../kernel/env.sh"
+
+name=vm
+timeout=900
+allow=""
+nokmemleak=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--name) name=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--allow-rdma-cm-lockdep) allow="--allow-rdma-cm-lockdep"; shift ;;
+	--no-kmemleak) nokmemleak=1; shift ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+[ $# -gt 0 ] || { echo "usage: $0 [options] -- command..." >&2; exit 2; }
+
+bzimage=$KDIR/arch/x86/boot/bzImage
+[ -f "$KCACHE/.done" ] || { echo "VM: no test kernel at $KCACHE (run: make kernel)" >&2; exit 2; }
+
+results_root=${IWCM_RESULTS_DIR:-$IWCM_TOP/results}
+res=$results_root/$name-$(date +%Y%m%d-%H%M%S)-$$
+mkdir -p "$res"
+printf '%s\n' "$@" > "$res/argv"
+{
+	echo "set -o pipefail"
+	printf '%q ' "$@"; echo
+} > "$res/cmd.sh"
+pwd > "$res/cwd"
+echo "$timeout" > "$res/guest-timeout"
+[ $nokmemleak -eq 0 ] || touch "$res/no-kmemleak"
+
+accel=${IWCM_ACCEL:-$("$here/kvm-probe.sh")}
+cpu="-cpu max"
+[ "$accel" = kvm ] && cpu="-cpu host"
+
+# Host-side limit: the guest watchdog plus boot and kmemleak time.
+host_timeout=$((timeout + 180))
+echo "VM: booting $(cat "$KDIR/include/config/kernel.release") ($accel), results in $res"
+start=$(date +%s.%N)
+set +e
+# shellcheck disable=SC2086
+timeout --signal=KILL "$host_timeout" qemu-system-x86_64 \
+	-machine q35,accel="$accel" $cpu -smp 2 -m 3G \
+	-display none -no-reboot -monitor none \
+	-serial stdio \
+	-kernel "$bzimage" \
+	-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$here/guest-init.sh panic=-1 loglevel=6" \
+	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
+	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
+	-fsdev local,id=kmods,path="$KMODS",security_model=none,readonly=on \
+	-device virtio-9p-pci,fsdev=kmods,mount_tag=kmods \
+	-fsdev local,id=results,path="$res",security_model=none \
+	-device virtio-9p-pci,fsdev=results,mount_tag=results \
+	< /dev/null 2>&1 | tee "$res/console.log"
+qrc=${PIPESTATUS[0]}
+set -e
+end=$(date +%s.%N)
+secs=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
+echo "$secs" > "$res/seconds"
+
+status=0
+if [ -f "$res/hang" ]; then
+	echo "VM: HANG: the command did not finish within ${timeout}s (blocked tasks above, in $res/console.log)"
+	status=124
+elif [ "$qrc" -eq 137 ] || [ "$qrc" -eq 124 ]; then
+	echo "VM: HANG: QEMU killed by the host timeout after ${host_timeout}s"
+	status=124
+elif [ ! -f "$res/rc" ]; then
+	echo "VM: the guest stopped without a result (qemu exit $qrc): crash or boot failure"
+	status=125
+else
+	status=$(cat "$res/rc")
+fi
+
+if ! python3 "$here/splat-check.py" $allow "$res/console.log"; then
+	echo "VM: kernel splat in the console log: run fails"
+	[ "$status" -ne 0 ] || status=1
+fi
+echo "VM: finished in ${secs}s with status $status"
+exit "$status"

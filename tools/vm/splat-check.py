@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+"""Fail (exit 1) when a kernel console log holds a splat; print each one.
+
+A splat is a WARNING, BUG, Oops, panic, lockdep report, hung task, KASAN,
+UBSAN, kmemleak leak, soft/hard lockup, RCU stall or workqueue lockup.
+
+--allow-rdma-cm-lockdep accepts exactly one kind of report: lockdep's
+"possible recursive locking" / "possible circular locking dependency" whose
+every lock is rdma_cm's &id_priv->handler_mutex and whose trace runs through
+rdma_cm (see ../shared/FACTS.md: every rdma_cm id shares one lock class).
+"""
+import re
+import sys
+
+HEADERS = [
+    r"WARNING: ",
+    r"BUG: ",
+    r"Oops: ",
+    r"Kernel panic - not syncing",
+    r"general protection fault",
+    r"INFO: task .* blocked for more than",
+    r"INFO: possible ",
+    r"INFO: rcu.* detected stall",
+    r"rcu: INFO: .* detected stalls",
+    r"watchdog: BUG: soft lockup",
+    r"Watchdog detected hard LOCKUP",
+    r"BUG: workqueue lockup",
+    r"UBSAN: ",
+    r"KASAN: ",
+    r"unreferenced object 0x",
+    r"kernel BUG at",
+    r"Unable to handle kernel",
+    r"\[ cut here \]",
+]
+HDR = re.compile("|".join("(?:%s)" % h for h in HEADERS))
+# Strip "[   12.345678] " timestamps.
+TS = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+LOCKDEP_ALLOWED = re.compile(
+    r"WARNING: possible (recursive locking detected|circular locking dependency detected)")
+
+
+def reports(lines):
+    """Yield (first_line_index, lines) per splat; a report runs until the
+    next header, an end-of-trace marker or 80 lines."""
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = TS.sub("", lines[i])
+        if HDR.search(line) and not line.startswith("VM: "):
+            j = i + 1
+            while j < n and j - i < 80:
+                nxt = TS.sub("", lines[j])
+                if HDR.search(nxt) or nxt.startswith("VM: "):
+                    break
+                j += 1
+                if "---[ end trace" in nxt:
+                    break
+            yield i, [TS.sub("", x) for x in lines[i:j]]
+            i = j
+        else:
+            i += 1
+
+
+def rdma_cm_handler_mutex_report(block):
+    if not LOCKDEP_ALLOWED.search(block[0]) and not (
+            len(block) > 1 and LOCKDEP_ALLOWED.search(block[1])):
+        return False
+    text = "\n".join(block)
+    locks = set(re.findall(r"\(([^()]*?)\)\{[^}]*\}", text))
+    if not locks or any("handler_mutex" not in l for l in locks):
+        return False
+    return "[rdma_cm]" in text
+
+
+def main(argv):
+    allow = False
+    paths = []
+    for a in argv:
+        if a == "--allow-rdma-cm-lockdep":
+            allow = True
+        else:
+            paths.append(a)
+    bad = 0
+    allowed = 0
+    for p in paths:
+        with open(p, errors="replace") as f:
+            lines = f.read().splitlines()
+        for idx, block in reports(lines):
+            # "[ cut here ]" is followed by the real header: report once.
+            if block[0].startswith("------------[ cut here ]") and len(block) == 1:
+                continue
+            if allow and rdma_cm_handler_mutex_report(block):
+                allowed += 1
+                print("splat-check: accepted rdma_cm handler_mutex lockdep report at line %d" % (idx + 1))
+                continue
+            bad += 1
+            print("splat-check: %s:%d:" % (p, idx + 1))
+            for l in block[:60]:
+                print("    " + l)
+    if bad:
+        print("splat-check: %d splat(s)" % bad)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
