@@ -45,6 +45,11 @@ mkdir -p "$res"
 printf '%s\n' "$@" > "$res/argv"
 {
 	echo "set -o pipefail"
+	# The guest's HOME is /tmp: hand over where the kernel cache and the
+	# repo are, and the test selection, instead of letting env.sh guess.
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS KSELFTEST_DIR; do
+		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
+	done
 	printf '%q ' "$@"; echo
 } > "$res/cmd.sh"
 pwd > "$res/cwd"
@@ -63,7 +68,7 @@ set +e
 # shellcheck disable=SC2086
 timeout --signal=KILL "$host_timeout" qemu-system-x86_64 \
 	-machine q35,accel="$accel" $cpu -smp 2 -m 3G \
-	-display none -no-reboot -monitor none \
+	-display none -no-reboot -monitor none -nic none \
 	-serial stdio \
 	-kernel "$bzimage" \
 	-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$here/guest-init.sh panic=-1 loglevel=6" \

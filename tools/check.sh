@@ -1,0 +1,212 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# The whole check (`make check`), from a fresh Debian 12 machine:
+#   1. tools/setup-deps.sh                  (packages, bindgen)
+#   2. tools/kernel/build-kernel.sh         (test kernel, cached)
+#   3. make modules                         (our Rust iw_cm, when the target exists)
+#   4. make hosttest                        (host unit tests, when the target exists)
+#   5. the iw_cm selftests' C tool built on the host (gcc)
+#   6. the VM harness's own negative tests: a kernel WARNING must fail the
+#      run, a command that never ends must be reported as a hang (124)
+#   7. the iw_cm selftests in the VM with the stock C iw_cm, then with ours
+#      (only when drivers/infiniband/core/iw_cm/iw_cm.ko exists)
+# The last line is "N passed, N failed, N skipped"; the exit status is 0
+# only when nothing failed and at least one VM suite ran.
+#
+# Environment: IWCM_CHECK_SUITE_TIMEOUT (guest watchdog per suite, s),
+# IWCM_TESTS (run only these selftests, e.g. "rping.sh cmtime.sh").
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+passed=0
+failed=0
+skipped=0
+suites_run=0
+summary=()
+t_all=$(date +%s)
+stamp=$(date +%Y%m%d-%H%M%S)
+export IWCM_RESULTS_DIR=${IWCM_RESULTS_DIR:-$top/results/check-$stamp}
+mkdir -p "$IWCM_RESULTS_DIR"
+suite_timeout=${IWCM_CHECK_SUITE_TIMEOUT:-2400}
+
+say() { printf '%s\n' "check: $*"; }
+record() {	# record pass|fail|skip WHAT
+	case $1 in
+	pass) passed=$((passed + 1)) ;;
+	fail) failed=$((failed + 1)) ;;
+	skip) skipped=$((skipped + 1)) ;;
+	esac
+	summary+=("$(printf '%-4s %s' "$1" "$2")")
+	say "$1: $2"
+}
+finish() {
+	local rc=0
+	echo
+	say "---- summary (results in $IWCM_RESULTS_DIR) ----"
+	printf '  %s\n' "${summary[@]}"
+	say "total time $(( $(date +%s) - t_all )) s"
+	if [ "$suites_run" -eq 0 ]; then
+		say "no VM test suite ran: the check cannot pass"
+		rc=1
+	fi
+	[ "$failed" -eq 0 ] || rc=1
+	echo "$passed passed, $failed failed, $skipped skipped"
+	exit "$rc"
+}
+# make_has_target T: the top-level Makefile defines target T.
+make_has_target() {
+	[ -f "$top/Makefile" ] || return 1
+	make -C "$top" -n "$1" >/dev/null 2>&1 && return 0
+	! make -C "$top" -n "$1" 2>&1 | grep -qE "No rule to make target '$1'|No targets"
+}
+secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
+
+# ---------------------------------------------------------------- 1, 2
+say "== setup-deps"
+if ! "$top/tools/setup-deps.sh"; then
+	record fail "tools/setup-deps.sh"
+	finish
+fi
+say "== test kernel (tools/kernel/build-kernel.sh)"
+t=$(date +%s.%N)
+if ! "$top/tools/kernel/build-kernel.sh"; then
+	record fail "tools/kernel/build-kernel.sh"
+	finish
+fi
+say "kernel ready after $(secs_since "$t") s"
+# shellcheck source=/dev/null
+. "$top/tools/kernel/env.sh"
+
+# ---------------------------------------------------------------- 3
+say "== make modules"
+if make_has_target modules; then
+	t=$(date +%s.%N)
+	if make -C "$top" modules; then
+		record pass "make modules ($(secs_since "$t") s)"
+	else
+		record fail "make modules"
+	fi
+else
+	say "note: the top-level Makefile has no 'modules' target yet: Rust module build skipped"
+	record skip "make modules: no such target yet"
+fi
+
+# ---------------------------------------------------------------- 4
+say "== make hosttest"
+if make_has_target hosttest; then
+	log=$IWCM_RESULTS_DIR/hosttest.log
+	make -C "$top" hosttest 2>&1 | tee "$log"
+	hrc=${PIPESTATUS[0]}
+	# cargo: "test result: ok. 3 passed; 0 failed; 1 ignored; ..."
+	read -r hp hf hi < <(grep -E "^test result:" "$log" | awk '
+		{ for (i = 1; i <= NF; i++) {
+			if ($(i+1) ~ /^passed/) p += $i
+			if ($(i+1) ~ /^failed/) f += $i
+			if ($(i+1) ~ /^ignored/) g += $i } }
+		END { printf "%d %d %d\n", p, f, g }')
+	say "hosttest: $hp passed, $hf failed, $hi ignored (make exit $hrc)"
+	passed=$((passed + hp))
+	failed=$((failed + hf))
+	skipped=$((skipped + hi))
+	summary+=("host unit tests: $hp passed, $hf failed, $hi ignored")
+	if [ "$hrc" -ne 0 ] && [ "$hf" -eq 0 ]; then
+		record fail "make hosttest exited $hrc"
+	fi
+else
+	say "note: no 'hosttest' target in the top-level Makefile: host unit tests skipped"
+fi
+
+# ---------------------------------------------------------------- 5
+say "== iw_cm selftests: build the C tool on the host"
+if make -C "$top/tools/testing/selftests/iw_cm" KSELFTEST_DIR="$KSRC/tools/testing/selftests"; then
+	record pass "selftests build (rdma_disc, gcc)"
+else
+	record fail "selftests build (rdma_disc, gcc)"
+fi
+
+# ---------------------------------------------------------------- 6
+vm() {	# vm NAME LOG run.sh-args...: run a VM, its output to LOG and stdout
+	local name=$1 log=$2
+	shift 2
+	"$top/tools/vm/run.sh" --name "$name" "$@" 2>&1 | tee "$log"
+	return "${PIPESTATUS[0]}"
+}
+boot_info() {	# boot_info LOG: how long the VM took to boot
+	local init host
+	init=$(sed -n 's/.*VM: init reached at \([0-9.]*\) s.*/\1/p' "$1" | head -n1)
+	host=$(sed -n 's/.*VM: finished in \([0-9.]*\)s.*/\1/p' "$1" | tail -n1)
+	echo "VM boot: init reached at ${init:-?} s guest uptime; whole VM run ${host:-?} s"
+}
+
+say "== harness negative test: a kernel WARNING must fail the run"
+log=$IWCM_RESULTS_DIR/neg-warning.out
+vm neg-warning "$log" --timeout 120 -- \
+	bash -c 'modprobe lkdtm && echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT'
+rc=$?
+say "$(boot_info "$log")"
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "^splat-check: .*console.log" "$log" &&
+   grep -qE "^ +WARNING: " "$log"; then
+	record pass "harness: lkdtm WARNING fails the run (exit $rc, splat printed)"
+else
+	record fail "harness: lkdtm WARNING fails the run (exit $rc)"
+fi
+
+say "== harness negative test: a command that never ends is a hang (exit 124)"
+log=$IWCM_RESULTS_DIR/neg-hang.out
+t=$(date +%s.%N)
+vm neg-hang "$log" --timeout 20 -- sleep 1000
+rc=$?
+if [ "$rc" -eq 124 ] && grep -q "VM: HANG" "$log"; then
+	record pass "harness: sleep 1000 with --timeout 20 reported as a hang (exit 124, $(secs_since "$t") s)"
+else
+	record fail "harness: sleep 1000 with --timeout 20 reported as a hang (exit $rc)"
+fi
+
+# ---------------------------------------------------------------- 7
+# suite IMPL: run the selftests in a VM and count the KTAP top-level results.
+suite() {
+	local impl=$1 log res ktap rc np nf ns
+	log=$IWCM_RESULTS_DIR/suite-$impl.out
+	say "== iw_cm selftests in the VM, IWCM_IMPL=$impl"
+	vm "suite-$impl" "$log" --timeout "$suite_timeout" -- "$top/tools/vm/guest-tests.sh" "$impl"
+	rc=$?
+	suites_run=$((suites_run + 1))
+	say "$(boot_info "$log")"
+	res=$(sed -n 's/.*results in \(.*\)$/\1/p' "$log" | head -n1)
+	ktap=$res/ktap-$impl.txt
+	if [ -z "$res" ] || [ ! -s "$ktap" ]; then
+		record fail "suite $impl: no KTAP output (VM exit $rc)"
+		return
+	fi
+	# Top-level results are the unindented lines of the runner.
+	np=$(grep -cE "^ok [0-9]+ selftests: iw_cm: [^#]*$" "$ktap")
+	ns=$(grep -cE "^ok [0-9]+ selftests: iw_cm: .*# SKIP" "$ktap")
+	nf=$(grep -cE "^not ok [0-9]+ selftests: iw_cm: " "$ktap")
+	say "suite $impl: per-test durations:"
+	awk '/^# selftests: iw_cm: / { t = $4 }
+	     /^# # [a-z_]+: duration [0-9.]+ s/ { printf "check:   %-28s %8s s\n", t, $(NF-1) }' "$ktap"
+	grep -E "^(not )?ok [0-9]+ selftests: iw_cm: " "$ktap" | sed "s/^/check:   [$impl] /"
+	passed=$((passed + np))
+	failed=$((failed + nf))
+	skipped=$((skipped + ns))
+	summary+=("suite $impl: $np passed, $nf failed, $ns skipped (VM exit $rc)")
+	if [ $((np + nf + ns)) -eq 0 ]; then
+		record fail "suite $impl: no test result"
+	elif [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
+		# Every test passed but the VM run failed: a kernel splat
+		# (run.sh's splat check, kmemleak), a hang or a crash.
+		record fail "suite $impl: VM run failed (exit $rc) although every test passed: see $res/console.log"
+	fi
+}
+
+suite c
+if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
+	suite rust
+else
+	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm suite is skipped"
+	record skip "suite rust: drivers/infiniband/core/iw_cm/iw_cm.ko not built"
+fi
+
+finish

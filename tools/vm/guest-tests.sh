@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Inside the test VM: load the chosen iw_cm and run the iw_cm selftest
+# collection with the kernel's own kselftest runner (run_kselftest.sh,
+# kselftest/runner.sh).  The KTAP goes to stdout and to
+# $IWCM_RESULTS/ktap-IMPL.txt; the exit status is non-zero when any test
+# failed (or none ran).
+#
+#   tools/vm/run.sh --name suite-c -- tools/vm/guest-tests.sh c
+#   tools/vm/run.sh --name suite-rust -- tools/vm/guest-tests.sh rust
+#
+# Environment: KSELFTEST_DIR (the kernel's tools/testing/selftests; default
+# from KSRC / tools/kernel/env.sh), IWCM_TESTS (space-separated test names
+# to run instead of the whole collection), IWCM_RESULTS.
+set -u
+impl=${1:-}
+case "$impl" in
+c|rust) ;;
+*) echo "usage: $0 c|rust" >&2; exit 2 ;;
+esac
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+export IWCM_TOP=$top IWCM_IMPL=$impl
+if [ -z "${KSELFTEST_DIR:-}" ]; then
+	# shellcheck source=/dev/null
+	[ -n "${KSRC:-}" ] || . "$top/tools/kernel/env.sh"
+	KSELFTEST_DIR=$KSRC/tools/testing/selftests
+fi
+export KSELFTEST_DIR
+src=$top/tools/testing/selftests/iw_cm
+results=${IWCM_RESULTS:-/tmp}
+ktap=$results/ktap-$impl.txt
+
+echo "# guest-tests: kernel $(uname -r), IWCM_IMPL=$impl, selftests from $src"
+for f in run_kselftest.sh kselftest/runner.sh kselftest/ktap_helpers.sh; do
+	if [ ! -r "$KSELFTEST_DIR/$f" ]; then
+		echo "guest-tests: $KSELFTEST_DIR/$f missing" >&2
+		exit 1
+	fi
+done
+
+# The kselftest install layout in tmpfs (the repo is read-only here):
+# BASE/run_kselftest.sh, BASE/kselftest/, BASE/iw_cm/, kselftest-list.txt.
+base=$(mktemp -d /tmp/kselftest.XXXXXX)
+cp -r "$KSELFTEST_DIR/kselftest" "$base/"
+cp "$KSELFTEST_DIR/run_kselftest.sh" "$base/"
+if ! make -s -C "$src" KSELFTEST_DIR="$KSELFTEST_DIR" OUTPUT="$base/iw_cm" \
+		install INSTALL_PATH="$base/iw_cm" >"$base/make.log" 2>&1; then
+	cat "$base/make.log"
+	echo "guest-tests: building/installing the iw_cm selftests failed" >&2
+	exit 1
+fi
+make -s -C "$src" KSELFTEST_DIR="$KSELFTEST_DIR" COLLECTION=iw_cm emit_tests \
+	>"$base/kselftest-list.txt" || exit 1
+
+# The iw_cm under test first, so that rdma_cm binds to it.
+if ! bash -c '. "$1/iw_cm/lib.sh" && load_iw_cm && modprobe rdma_cm && modprobe rdma_ucm && modprobe siw' \
+		_ "$base"; then
+	echo "guest-tests: cannot load iw_cm ($impl) and rdma_cm/rdma_ucm/siw" >&2
+	exit 1
+fi
+grep -E "^(iw_cm|rdma_cm|rdma_ucm|siw|ib_core) " /proc/modules | sed 's/^/# module: /'
+
+args=(-c iw_cm)
+if [ -n "${IWCM_TESTS:-}" ]; then
+	args=()
+	for t in $IWCM_TESTS; do args+=(-t "iw_cm:$t"); done
+fi
+start=$(date +%s.%N)
+(cd "$base" && ./run_kselftest.sh "${args[@]}") 2>&1 | tee "$ktap"
+rc=${PIPESTATUS[0]}
+echo "# guest-tests: $impl suite took $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s, runner exit $rc"
+if ! grep -qE "^(not )?ok [0-9]+ selftests: iw_cm:" "$ktap"; then
+	echo "guest-tests: no test result in the KTAP output" >&2
+	exit 1
+fi
+exit "$rc"
