@@ -65,7 +65,10 @@ fn transitions_match_golden_table() {
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("{}: {e}; run UPDATE_GOLDEN=1 cargo test --test golden", path.display())
+        panic!(
+            "{}: {e}; run UPDATE_GOLDEN=1 cargo test --test golden",
+            path.display()
+        )
     });
     assert!(
         expected == actual,
