@@ -23,7 +23,7 @@ use kernel::prelude::*;
 /// are set (the device is iWARP), and it stays valid while this value exists:
 /// rdma_cm and the ULP hold the device while any of its cm_ids exists.
 #[derive(Clone, Copy)]
-pub struct IwDevice {
+pub(crate) struct IwDevice {
     ptr: NonNull<bindings::ib_device>,
 }
 
@@ -47,13 +47,13 @@ impl IwDevice {
     ///
     /// `ptr` is null or points to a registered `struct ib_device` that stays
     /// valid for the lifetime of the returned value.
-    pub unsafe fn from_raw(ptr: *mut bindings::ib_device) -> Option<Self> {
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::ib_device) -> Option<Self> {
         // INVARIANT: guaranteed by the caller.
         NonNull::new(ptr).map(|ptr| Self { ptr })
     }
 
     /// The raw `struct ib_device *`.
-    pub fn as_raw(&self) -> *mut bindings::ib_device {
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ptr.as_ptr()
     }
 
@@ -64,7 +64,7 @@ impl IwDevice {
     }
 
     /// Whether the provider implements every op iw_cm needs.
-    pub fn is_iwarp(&self) -> bool {
+    pub(crate) fn is_iwarp(&self) -> bool {
         let o = self.ops();
         o.iw_add_ref.is_some()
             && o.iw_rem_ref.is_some()
@@ -81,7 +81,7 @@ impl IwDevice {
     ///
     /// Context: any; does not sleep (both ops are lookups/atomic increments
     /// in siw and iw_cxgb4).  Returns `None` for an unknown QP number.
-    pub fn get_qp(&self, qpn: u32) -> Option<QpRef> {
+    pub(crate) fn get_qp(&self, qpn: u32) -> Option<QpRef> {
         let get = self.ops().iw_get_qp?;
         let qpn = i32::try_from(qpn).ok()?;
         // SAFETY: the device is valid (type invariant); `iw_get_qp` accepts
@@ -100,7 +100,7 @@ impl IwDevice {
     ///
     /// `cm_id` and `param` are valid for the call; `cm_id` belongs to this
     /// device and has `event_handler`/`add_ref`/`rem_ref` set.
-    pub unsafe fn connect(
+    pub(crate) unsafe fn connect(
         &self,
         cm_id: *mut bindings::iw_cm_id,
         param: *mut bindings::iw_cm_conn_param,
@@ -115,7 +115,7 @@ impl IwDevice {
     /// # Safety
     ///
     /// As for [`IwDevice::connect`].
-    pub unsafe fn accept(
+    pub(crate) unsafe fn accept(
         &self,
         cm_id: *mut bindings::iw_cm_id,
         param: *mut bindings::iw_cm_conn_param,
@@ -131,7 +131,7 @@ impl IwDevice {
     /// # Safety
     ///
     /// `cm_id` is valid for the call and belongs to this device.
-    pub unsafe fn reject(&self, cm_id: *mut bindings::iw_cm_id, pdata: &[u8]) -> Result {
+    pub(crate) unsafe fn reject(&self, cm_id: *mut bindings::iw_cm_id, pdata: &[u8]) -> Result {
         let f = self.ops().iw_reject.ok_or_else(missing_op)?;
         let len = u8::try_from(pdata.len()).map_err(|_| EINVAL)?;
         let p = if pdata.is_empty() {
@@ -148,7 +148,7 @@ impl IwDevice {
     /// # Safety
     ///
     /// As for [`IwDevice::reject`].
-    pub unsafe fn create_listen(&self, cm_id: *mut bindings::iw_cm_id, backlog: i32) -> Result {
+    pub(crate) unsafe fn create_listen(&self, cm_id: *mut bindings::iw_cm_id, backlog: i32) -> Result {
         let f = self.ops().iw_create_listen.ok_or_else(missing_op)?;
         // SAFETY: guaranteed by the caller.
         to_result(unsafe { f(cm_id, backlog) })
@@ -159,7 +159,7 @@ impl IwDevice {
     /// # Safety
     ///
     /// As for [`IwDevice::reject`]; `cm_id` is listening.
-    pub unsafe fn destroy_listen(&self, cm_id: *mut bindings::iw_cm_id) -> Result {
+    pub(crate) unsafe fn destroy_listen(&self, cm_id: *mut bindings::iw_cm_id) -> Result {
         let f = self.ops().iw_destroy_listen.ok_or_else(missing_op)?;
         // SAFETY: guaranteed by the caller.
         to_result(unsafe { f(cm_id) })
@@ -177,7 +177,7 @@ impl IwDevice {
 /// # Invariants
 ///
 /// `qp` is a QP of `dev` on which this value owns one `iw_add_ref` reference.
-pub struct QpRef {
+pub(crate) struct QpRef {
     dev: IwDevice,
     qp: NonNull<bindings::ib_qp>,
 }
@@ -205,14 +205,9 @@ impl QpRef {
     }
 
     /// Another reference on the same QP (`iw_add_ref`).  Does not sleep.
-    pub fn try_clone(&self) -> Option<Self> {
+    pub(crate) fn try_clone(&self) -> Option<Self> {
         // SAFETY: `self` keeps the QP alive.
         unsafe { Self::acquire(self.dev, self.qp) }
-    }
-
-    /// The raw `struct ib_qp *` (valid while `self` lives).
-    pub fn as_raw(&self) -> *mut bindings::ib_qp {
-        self.qp.as_ptr()
     }
 
     fn modify_state(&self, state: bindings::ib_qp_state) -> Result {
@@ -232,12 +227,12 @@ impl QpRef {
     }
 
     /// Moves the QP to ERR: abrupt close.  May sleep.
-    pub fn modify_to_err(&self) -> Result {
+    pub(crate) fn modify_to_err(&self) -> Result {
         self.modify_state(bindings::ib_qp_state_IB_QPS_ERR)
     }
 
     /// Moves the QP to SQD (RDMAC CLOSING): graceful close.  May sleep.
-    pub fn modify_to_sqd(&self) -> Result {
+    pub(crate) fn modify_to_sqd(&self) -> Result {
         self.modify_state(bindings::ib_qp_state_IB_QPS_SQD)
     }
 }

@@ -6,55 +6,57 @@
 //! drivers/infiniband/core/iwcm.c.
 
 use crate::bindings;
+use crate::bindings::__kernel_sockaddr_storage as sockaddr_storage;
 
-fn family(a: &bindings::sockaddr_storage) -> u32 {
+fn family(a: &sockaddr_storage) -> u32 {
     // SAFETY: `ss_family` is the first member of every sockaddr variant of
     // the `sockaddr_storage` union-like struct; reading it is always valid.
     u32::from(unsafe { a.__bindgen_anon_1.__bindgen_anon_1.ss_family })
 }
 
-fn as_in(a: &bindings::sockaddr_storage) -> &bindings::sockaddr_in {
+fn as_in(a: &sockaddr_storage) -> &bindings::sockaddr_in {
     // SAFETY: `sockaddr_storage` is large and aligned enough for every
     // sockaddr type (include/linux/socket.h); any bit pattern is a valid
     // `sockaddr_in`.
-    unsafe { &*(a as *const bindings::sockaddr_storage).cast::<bindings::sockaddr_in>() }
+    unsafe { &*(a as *const sockaddr_storage).cast::<bindings::sockaddr_in>() }
 }
 
-fn as_in_mut(a: &mut bindings::sockaddr_storage) -> &mut bindings::sockaddr_in {
+fn as_in_mut(a: &mut sockaddr_storage) -> &mut bindings::sockaddr_in {
     // SAFETY: as in `as_in`; the exclusive borrow covers the whole storage.
-    unsafe { &mut *(a as *mut bindings::sockaddr_storage).cast::<bindings::sockaddr_in>() }
+    unsafe { &mut *(a as *mut sockaddr_storage).cast::<bindings::sockaddr_in>() }
 }
 
-fn as_in6(a: &bindings::sockaddr_storage) -> &bindings::sockaddr_in6 {
+fn as_in6(a: &sockaddr_storage) -> &bindings::sockaddr_in6 {
     // SAFETY: as in `as_in`.
-    unsafe { &*(a as *const bindings::sockaddr_storage).cast::<bindings::sockaddr_in6>() }
+    unsafe { &*(a as *const sockaddr_storage).cast::<bindings::sockaddr_in6>() }
 }
 
-fn as_in6_mut(a: &mut bindings::sockaddr_storage) -> &mut bindings::sockaddr_in6 {
+fn as_in6_mut(a: &mut sockaddr_storage) -> &mut bindings::sockaddr_in6 {
     // SAFETY: as in `as_in_mut`.
-    unsafe { &mut *(a as *mut bindings::sockaddr_storage).cast::<bindings::sockaddr_in6>() }
+    unsafe { &mut *(a as *mut sockaddr_storage).cast::<bindings::sockaddr_in6>() }
 }
 
 /// Whether the IP address of `a` is the wildcard (INADDR_ANY or `::`).
 ///
 /// Addresses that are neither AF_INET nor AF_INET6 are treated as IPv6, as
 /// iwcm.c does.
-pub fn is_wildcard(a: &bindings::sockaddr_storage) -> bool {
+pub(crate) fn is_wildcard(a: &sockaddr_storage) -> bool {
     if family(a) == bindings::AF_INET {
         as_in(a).sin_addr.s_addr == 0
     } else {
-        // SAFETY: `ipv6_addr_type` only reads the address it is given.
-        let t = unsafe { bindings::ipv6_addr_type(&as_in6(a).sin6_addr) };
-        t == bindings::IPV6_ADDR_ANY as i32
+        // SAFETY: `__ipv6_addr_type` only reads the address it is given.
+        // `ipv6_addr_type()` is its static inline wrapper: the low 16 bits.
+        let t = unsafe { bindings::__ipv6_addr_type(&as_in6(a).sin6_addr) };
+        (t & 0xffff) as u32 == bindings::IPV6_ADDR_ANY
     }
 }
 
 /// `iw_cm_check_wildcard()`: if the port mapper's `pm_addr` is a wildcard,
 /// copy the IP address (not the port) of `cm_addr` into `out`.
-pub fn check_wildcard(
-    pm_addr: &bindings::sockaddr_storage,
-    cm_addr: &bindings::sockaddr_storage,
-    out: &mut bindings::sockaddr_storage,
+pub(crate) fn check_wildcard(
+    pm_addr: &sockaddr_storage,
+    cm_addr: &sockaddr_storage,
+    out: &mut sockaddr_storage,
 ) {
     if !is_wildcard(pm_addr) {
         return;

@@ -36,7 +36,7 @@ use kernel::{
     sync::{Arc, ArcBorrow, CondVar, SpinLock},
     task::Task,
     types::Opaque,
-    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
 /// The number of live cm_ids (debugfs iw_cm/cm_ids).
@@ -195,6 +195,15 @@ pub(crate) struct CmId {
     work: Work<CmId>,
 }
 
+// SAFETY: the raw pointers inside (`iw_cm_id`'s context, device, provider
+// data; the event's provider data) are opaque tokens owned by the ULP and the
+// provider, which use them from any thread; every mutable field of ours is
+// behind `inner`'s lock, and the C-visible `iw_cm_id` is written only by its
+// owner of the moment (the ULP in its calls, this module while delivering).
+unsafe impl Send for CmId {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for CmId {}
+
 impl_has_work! {
     impl HasWork<Self> for CmId { self.work }
 }
@@ -266,7 +275,11 @@ impl CmId {
 
     fn container_of(raw: *mut bindings::iw_cm_id) -> *const CmId {
         // `Opaque<T>` is `repr(transparent)` over `T`.
-        kernel::container_of!(raw.cast::<Opaque<bindings::iw_cm_id>>(), CmId, raw)
+        let field = raw.cast::<Opaque<bindings::iw_cm_id>>();
+        // SAFETY: every `iw_cm_id` this module hands out is the `raw` field
+        // of a `CmId` (type invariant), so stepping back to the container
+        // stays inside that allocation.
+        unsafe { kernel::container_of!(field, CmId, raw) }
     }
 
     /// Borrows the cm_id behind a C pointer.
@@ -597,7 +610,8 @@ impl CmId {
         let mut reg = bindings::iwpm_dev_data::default();
         // SAFETY: the device is valid (IwDevice invariant); `dev_name`
         // returns a NUL-terminated string owned by the device.
-        let devname = unsafe { CStr::from_char_ptr(crate::c::iwcm_c_dev_name(self.dev.as_raw())) };
+        let devname =
+            unsafe { CStr::from_char_ptr(crate::c::iwcm_c_dev_name(self.dev.as_raw().cast())) }.to_bytes();
         // SAFETY: as above; `iw_ifname` is a NUL-terminated array.
         let ifname_arr = unsafe { &(*self.dev.as_raw()).iw_ifname };
         let ifname_len = ifname_arr.iter().position(|&c| c == 0).unwrap_or(ifname_arr.len());
@@ -606,7 +620,7 @@ impl CmId {
         }
         id.m_local_addr = id.local_addr;
         id.m_remote_addr = id.remote_addr;
-        for (d, s) in reg.dev_name.iter_mut().zip(devname.to_bytes()) {
+        for (d, s) in reg.dev_name.iter_mut().zip(devname) {
             *d = *s as _;
         }
         for (d, s) in reg.if_name.iter_mut().zip(&ifname_arr[..ifname_len]) {
@@ -615,7 +629,7 @@ impl CmId {
         // SAFETY: `reg` is a valid, initialised message.
         let registered = unsafe { bindings::iwpm_register_pid(&mut reg, bindings::RDMA_NL_IWCM as u8) };
         // SAFETY: reads the port mapper's state.
-        if registered != 0 || !unsafe { bindings::iwpm_valid_pid() } {
+        if registered != 0 || unsafe { bindings::iwpm_valid_pid() } == 0 {
             return Ok(());
         }
         id.set_mapped(true);

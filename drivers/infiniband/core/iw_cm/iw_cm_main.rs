@@ -51,6 +51,10 @@ pub mod state;
 )]
 mod bindings {
     use kernel::ffi;
+    // Blocklisted in bindgen_parameters, as in the kernel's rust/bindings.
+    type __kernel_size_t = usize;
+    type __kernel_ssize_t = isize;
+    type __kernel_ptrdiff_t = isize;
     include!("bindings_generated.rs");
 }
 
@@ -72,9 +76,8 @@ mod c {
         pub(crate) fn iwcm_c_wq() -> *mut kernel::bindings::workqueue_struct;
         pub(crate) fn iwcm_c_init() -> core::ffi::c_int;
         pub(crate) fn iwcm_c_exit();
-        pub(crate) fn iwcm_c_dev_name(
-            dev: *mut crate::bindings::ib_device,
-        ) -> *const core::ffi::c_char;
+        /// `dev_name(&dev->dev)` of a `struct ib_device *`.
+        pub(crate) fn iwcm_c_dev_name(dev: *mut core::ffi::c_void) -> *const kernel::ffi::c_char;
     }
 }
 
@@ -304,7 +307,7 @@ pub unsafe extern "C" fn iw_cm_init_qp_attr(
 /// `iwcm_reject_msg()`: a static string for the status of a rejected
 /// CONNECT_REPLY (iWARP uses negative errnos).  Any context.
 #[no_mangle]
-pub extern "C" fn iwcm_reject_msg(reason: i32) -> *const core::ffi::c_char {
+pub extern "C" fn iwcm_reject_msg(reason: i32) -> *const kernel::ffi::c_char {
     let s: &'static CStr = match reason {
         r if r == -(kernel::bindings::ECONNRESET as i32) => c"reset by remote host",
         r if r == -(kernel::bindings::ECONNREFUSED as i32) => c"refused by remote application",
