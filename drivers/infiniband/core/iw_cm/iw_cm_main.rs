@@ -25,6 +25,7 @@
 use kernel::{debugfs, prelude::*};
 
 mod cm_id;
+mod kunit;
 #[path = "../../../../rust/rdma/mod.rs"]
 mod rdma;
 pub mod state;

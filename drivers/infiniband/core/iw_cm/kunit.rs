@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! KUnit tests of the glue, against a fake iWARP provider.
+//!
+//! The fake provider is a zeroed `struct ib_device` whose `iw_*` ops and
+//! `modify_qp` are the functions below; it counts QP references, provider
+//! calls and QP state changes, and injects events through the cm_id's
+//! `event_handler` exactly as siw and iw_cxgb4 do.  The fake ULP records
+//! every delivered event with the number of iw_cm QP references held at
+//! that moment.  The suite runs when the module is loaded (CONFIG_KUNIT);
+//! results are in /sys/kernel/debug/kunit/rust_iw_cm/results.
+
+#[kernel::macros::kunit_tests(rust_iw_cm)]
+mod tests {
+    use crate::bindings;
+    use crate::cm_id::LIVE;
+    use core::ffi::c_void;
+    use core::mem::MaybeUninit;
+    use core::ptr;
+    use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+    use kernel::prelude::*;
+    use kernel::time::{delay::fsleep, Delta};
+
+    const EV_REQ: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST;
+    const EV_REPLY: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY;
+    const EV_EST: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED;
+    const EV_DISC: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT;
+    const EV_CLOSE: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE;
+    const FAKE_QPN: u32 = 7;
+
+    // ---- fake provider state ------------------------------------------------
+    static QP_REFS: AtomicI32 = AtomicI32::new(0);
+    static QP_TO_ERR: AtomicU32 = AtomicU32::new(0);
+    static QP_TO_SQD: AtomicU32 = AtomicU32::new(0);
+    static CONNECTS: AtomicU32 = AtomicU32::new(0);
+    static ACCEPTS: AtomicU32 = AtomicU32::new(0);
+    static REJECTS: AtomicU32 = AtomicU32::new(0);
+    static LISTENS: AtomicU32 = AtomicU32::new(0);
+    static UNLISTENS: AtomicU32 = AtomicU32::new(0);
+    static FAKE_QP: AtomicPtr<bindings::ib_qp> = AtomicPtr::new(ptr::null_mut());
+
+    // ---- fake ULP state -----------------------------------------------------
+    /// Delivered events: tag << 32 | event << 16 | (QP refs at delivery + 1).
+    static EVENTS: [AtomicU64; 32] = [const { AtomicU64::new(0) }; 32];
+    static NEVENTS: AtomicUsize = AtomicUsize::new(0);
+    /// Last child cm_id delivered with a CONNECT_REQUEST.
+    static CHILD: AtomicPtr<bindings::iw_cm_id> = AtomicPtr::new(ptr::null_mut());
+    /// ULP behaviour switches.
+    static MODE: AtomicU32 = AtomicU32::new(0);
+    const MODE_DESTROY_CHILD_IN_REQ: u32 = 1;
+    const MODE_FAIL_REQ: u32 = 2;
+    const MODE_BLOCK_TAG1_CLOSE: u32 = 3;
+    const MODE_DESTROY_SELF_ON_CLOSE: u32 = 4;
+    const MODE_FAIL_CLOSE: u32 = 5;
+    static BLOCKED: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+
+    fn reset() {
+        for a in [&QP_TO_ERR, &QP_TO_SQD, &CONNECTS, &ACCEPTS, &REJECTS, &LISTENS, &UNLISTENS] {
+            a.store(0, SeqCst);
+        }
+        QP_REFS.store(0, SeqCst);
+        NEVENTS.store(0, SeqCst);
+        MODE.store(0, SeqCst);
+        BLOCKED.store(false, SeqCst);
+        RELEASE.store(false, SeqCst);
+        CHILD.store(ptr::null_mut(), SeqCst);
+    }
+
+    unsafe extern "C" fn fake_add_ref(_qp: *mut bindings::ib_qp) {
+        QP_REFS.fetch_add(1, SeqCst);
+    }
+    unsafe extern "C" fn fake_rem_ref(_qp: *mut bindings::ib_qp) {
+        QP_REFS.fetch_sub(1, SeqCst);
+    }
+    unsafe extern "C" fn fake_get_qp(_d: *mut bindings::ib_device, qpn: i32) -> *mut bindings::ib_qp {
+        if qpn as u32 == FAKE_QPN {
+            FAKE_QP.load(SeqCst)
+        } else {
+            ptr::null_mut()
+        }
+    }
+    /// As siw_connect: the provider keeps a reference on the cm_id.
+    unsafe extern "C" fn fake_connect(id: *mut bindings::iw_cm_id, _p: *mut bindings::iw_cm_conn_param) -> i32 {
+        CONNECTS.fetch_add(1, SeqCst);
+        // SAFETY: iw_cm passes a live cm_id with `add_ref` set.
+        unsafe { ((*id).add_ref.unwrap())(id) };
+        0
+    }
+    unsafe extern "C" fn fake_accept(id: *mut bindings::iw_cm_id, _p: *mut bindings::iw_cm_conn_param) -> i32 {
+        ACCEPTS.fetch_add(1, SeqCst);
+        // SAFETY: as in `fake_connect`.
+        unsafe { ((*id).add_ref.unwrap())(id) };
+        0
+    }
+    unsafe extern "C" fn fake_reject(_id: *mut bindings::iw_cm_id, _p: *const c_void, _l: u8) -> i32 {
+        REJECTS.fetch_add(1, SeqCst);
+        0
+    }
+    unsafe extern "C" fn fake_create_listen(_id: *mut bindings::iw_cm_id, _b: i32) -> i32 {
+        LISTENS.fetch_add(1, SeqCst);
+        0
+    }
+    unsafe extern "C" fn fake_destroy_listen(_id: *mut bindings::iw_cm_id) -> i32 {
+        UNLISTENS.fetch_add(1, SeqCst);
+        0
+    }
+    unsafe extern "C" fn fake_modify_qp(
+        _qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: i32,
+        _udata: *mut bindings::ib_udata,
+    ) -> i32 {
+        // SAFETY: ib_modify_qp passes the caller's valid attributes.
+        let st = unsafe { (*attr).qp_state };
+        if st == bindings::ib_qp_state_IB_QPS_ERR {
+            QP_TO_ERR.fetch_add(1, SeqCst);
+        } else if st == bindings::ib_qp_state_IB_QPS_SQD {
+            QP_TO_SQD.fetch_add(1, SeqCst);
+        }
+        0
+    }
+
+    /// A zeroed allocation of a C struct.
+    fn zeroed_box<T>() -> Result<KBox<T>> {
+        let b = KBox::<T>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+        // SAFETY: `__GFP_ZERO` zeroed it; an all-zero C struct of bindgen
+        // types (integers, raw pointers, `Option<fn>`) is valid.
+        Ok(unsafe { b.assume_init() })
+    }
+
+    /// A fake iWARP device with one QP (number FAKE_QPN).
+    struct FakeDev {
+        dev: KBox<bindings::ib_device>,
+        _port_data: KVec<MaybeUninit<bindings::ib_port_data>>,
+        qp: KBox<bindings::ib_qp>,
+    }
+
+    impl FakeDev {
+        fn new() -> Result<Self> {
+            let mut dev = zeroed_box::<bindings::ib_device>()?;
+            // Ports 0 and 1 with no capability flags: neither IB nor RoCE,
+            // so ib_modify_qp goes straight to `ops.modify_qp`.
+            let mut port_data = KVec::with_capacity(2, GFP_KERNEL | __GFP_ZERO)?;
+            for _ in 0..2 {
+                port_data.push(MaybeUninit::zeroed(), GFP_KERNEL)?;
+            }
+            dev.port_data = port_data.as_mut_ptr().cast();
+            dev.ops.iw_add_ref = Some(fake_add_ref);
+            dev.ops.iw_rem_ref = Some(fake_rem_ref);
+            dev.ops.iw_get_qp = Some(fake_get_qp);
+            dev.ops.iw_connect = Some(fake_connect);
+            dev.ops.iw_accept = Some(fake_accept);
+            dev.ops.iw_reject = Some(fake_reject);
+            dev.ops.iw_create_listen = Some(fake_create_listen);
+            dev.ops.iw_destroy_listen = Some(fake_destroy_listen);
+            dev.ops.modify_qp = Some(fake_modify_qp);
+            let mut qp = zeroed_box::<bindings::ib_qp>()?;
+            qp.device = &mut *dev;
+            let qp_ptr: *mut bindings::ib_qp = &mut *qp;
+            qp.real_qp = qp_ptr;
+            FAKE_QP.store(qp_ptr, SeqCst);
+            Ok(Self {
+                dev,
+                _port_data: port_data,
+                qp,
+            })
+        }
+
+        fn raw(&mut self) -> *mut bindings::ib_device {
+            &mut *self.dev
+        }
+    }
+
+    impl Drop for FakeDev {
+        fn drop(&mut self) {
+            let p: *mut bindings::ib_qp = &mut *self.qp;
+            let _ = FAKE_QP.compare_exchange(p, ptr::null_mut(), SeqCst, SeqCst);
+        }
+    }
+
+    fn tag_of(id: *mut bindings::iw_cm_id) -> u64 {
+        // SAFETY: iw_cm delivers live cm_ids; `context` is our tag.
+        unsafe { (*id).context as u64 }
+    }
+
+    /// The fake ULP's `cm_handler`.
+    unsafe extern "C" fn ulp_handler(id: *mut bindings::iw_cm_id, ev: *mut bindings::iw_cm_event) -> i32 {
+        // SAFETY: iw_cm passes a valid event.
+        let kind = unsafe { (*ev).event };
+        let tag = tag_of(id);
+        let refs = (QP_REFS.load(SeqCst) + 1) as u64;
+        let n = NEVENTS.load(SeqCst);
+        if n < EVENTS.len() {
+            EVENTS[n].store(tag << 32 | u64::from(kind) << 16 | refs, SeqCst);
+            NEVENTS.store(n + 1, SeqCst);
+        }
+        let mode = MODE.load(SeqCst);
+        if kind == EV_REQ {
+            CHILD.store(id, SeqCst);
+            if mode == MODE_DESTROY_CHILD_IN_REQ {
+                // SAFETY: the child is ours (delivered with the request).
+                unsafe { crate::iw_destroy_cm_id(id) };
+                return 0;
+            }
+            if mode == MODE_FAIL_REQ {
+                return -1;
+            }
+        }
+        if kind == EV_CLOSE {
+            if mode == MODE_BLOCK_TAG1_CLOSE && tag == 1 {
+                BLOCKED.store(true, SeqCst);
+                let mut ms = 0;
+                while !RELEASE.load(SeqCst) && ms < 5000 {
+                    fsleep(Delta::from_millis(5));
+                    ms += 5;
+                }
+                BLOCKED.store(false, SeqCst);
+            }
+            if mode == MODE_DESTROY_SELF_ON_CLOSE {
+                // SAFETY: the ULP owns this cm_id; destroying it from its own
+                // handler must not deadlock.
+                unsafe { crate::iw_destroy_cm_id(id) };
+            }
+            if mode == MODE_FAIL_CLOSE {
+                return -1;
+            }
+        }
+        0
+    }
+
+    fn wait_until(f: impl Fn() -> bool) -> bool {
+        for _ in 0..400 {
+            if f() {
+                return true;
+            }
+            fsleep(Delta::from_millis(5));
+        }
+        f()
+    }
+
+    fn event(i: usize) -> (u64, u32, i32) {
+        let v = EVENTS[i].load(SeqCst);
+        (v >> 32, ((v >> 16) & 0xffff) as u32, (v & 0xffff) as i32 - 1)
+    }
+
+    fn upcall(id: *mut bindings::iw_cm_id, kind: u32, status: i32) -> i32 {
+        let mut ev = bindings::iw_cm_event {
+            event: kind,
+            status,
+            ..Default::default()
+        };
+        // SAFETY: `id` is live and its `event_handler` is iw_cm's.
+        unsafe { ((*id).event_handler.unwrap())(id, &mut ev) }
+    }
+
+    /// The provider drops the reference it took in connect/accept.
+    fn provider_release(id: *mut bindings::iw_cm_id) {
+        // SAFETY: the fake provider took one reference in connect/accept.
+        unsafe { ((*id).rem_ref.unwrap())(id) };
+    }
+
+    fn create(dev: &mut FakeDev, tag: usize) -> *mut bindings::iw_cm_id {
+        // SAFETY: the fake device outlives the cm_id (destroyed in-test).
+        let id = unsafe { crate::iw_create_cm_id(dev.raw(), Some(ulp_handler), tag as *mut c_void) };
+        // Not NULL and not an ERR_PTR.
+        assert!(!id.is_null() && (id as usize) < usize::MAX - 4095);
+        id
+    }
+
+    fn connect(id: *mut bindings::iw_cm_id) -> i32 {
+        let mut p = bindings::iw_cm_conn_param {
+            qpn: FAKE_QPN,
+            ..Default::default()
+        };
+        // SAFETY: `id` is live; `p` is valid.
+        unsafe { crate::iw_cm_connect(id, &mut p) }
+    }
+
+    fn wait_live(n: usize) -> bool {
+        wait_until(|| LIVE.load(SeqCst) == n)
+    }
+
+    #[test]
+    fn close_is_delivered_after_the_qp_reference_is_dropped() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 1);
+        assert_eq!(connect(id), 0);
+        assert_eq!(QP_REFS.load(SeqCst), 1);
+        assert_eq!(upcall(id, EV_REPLY, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        assert_eq!(event(0), (1, EV_REPLY, 1));
+        // SAFETY: `id` is live.
+        assert_eq!(unsafe { crate::iw_cm_disconnect(id, 0) }, 0);
+        assert_eq!(QP_TO_SQD.load(SeqCst), 1);
+        assert_eq!(upcall(id, EV_DISC, 0), 0);
+        assert_eq!(upcall(id, EV_CLOSE, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        // CLOSE reached the ULP with iw_cm's QP reference already gone.
+        assert_eq!(event(1), (1, EV_CLOSE, 0));
+        provider_release(id);
+        // SAFETY: the test owns `id`.
+        unsafe { crate::iw_destroy_cm_id(id) };
+        assert!(wait_live(base));
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn failed_connect_reply_drops_the_qp_reference_first() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 2);
+        assert_eq!(connect(id), 0);
+        assert_eq!(upcall(id, EV_REPLY, -(kernel::bindings::ECONNREFUSED as i32)), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        assert_eq!(event(0), (2, EV_REPLY, 0));
+        // The id is idle again: it may connect anew (iwcm.c semantics).
+        provider_release(id);
+        // SAFETY: the test owns `id`.
+        unsafe { crate::iw_destroy_cm_id(id) };
+        assert!(wait_live(base));
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn destroy_of_a_connected_id_resets_the_qp_and_drops_later_events() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 3);
+        assert_eq!(connect(id), 0);
+        assert_eq!(upcall(id, EV_REPLY, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        // SAFETY: the test owns `id`.
+        unsafe { crate::iw_destroy_cm_id(id) };
+        assert_eq!(QP_TO_ERR.load(SeqCst), 1);
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        // The provider still holds the cm_id: its late CLOSE is dropped.
+        assert_eq!(LIVE.load(SeqCst), base + 1);
+        assert_eq!(upcall(id, EV_CLOSE, 0), 0);
+        provider_release(id);
+        assert!(wait_live(base));
+        assert_eq!(NEVENTS.load(SeqCst), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn api_misuse_returns_einval_and_leaves_no_reference() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let einval = -(kernel::bindings::EINVAL as i32);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 4);
+        let mut p = bindings::iw_cm_conn_param {
+            qpn: FAKE_QPN,
+            ..Default::default()
+        };
+        // SAFETY: `id` is live and owned by the test; `p` is valid.
+        unsafe {
+            assert_eq!(crate::iw_cm_accept(id, &mut p), einval);
+            assert_eq!(crate::iw_cm_reject(id, ptr::null(), 0), einval);
+            assert_eq!(crate::iw_cm_listen(id, -1), einval);
+        }
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        p.qpn = FAKE_QPN + 1;
+        // SAFETY: as above.
+        assert_eq!(unsafe { crate::iw_cm_connect(id, &mut p) }, einval);
+        assert_eq!(connect(id), 0);
+        assert_eq!(connect(id), einval);
+        assert_eq!(QP_REFS.load(SeqCst), 1);
+        provider_release(id);
+        // SAFETY: the test owns `id`.
+        unsafe { crate::iw_destroy_cm_id(id) };
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+
+        let l = create(&mut dev, 5);
+        let mut attr = bindings::ib_qp_attr {
+            qp_state: bindings::ib_qp_state_IB_QPS_INIT,
+            ..Default::default()
+        };
+        let mut mask = 0;
+        // SAFETY: `l` is live and owned by the test.
+        unsafe {
+            assert_eq!(crate::iw_cm_init_qp_attr(l, &mut attr, &mut mask), 0);
+            assert_eq!(crate::iw_cm_listen(l, 4), 0);
+            assert_eq!(crate::iw_cm_disconnect(l, 0), einval);
+            assert_eq!(crate::iw_cm_init_qp_attr(l, &mut attr, &mut mask), einval);
+            assert_eq!(crate::iw_cm_listen(l, 4), einval);
+            crate::iw_destroy_cm_id(l);
+        }
+        assert_eq!(UNLISTENS.load(SeqCst), 1);
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    #[test]
+    fn child_destroyed_inside_its_connect_request() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 6);
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        MODE.store(MODE_DESTROY_CHILD_IN_REQ, SeqCst);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        // Destroying the unaccepted child rejects it at the provider.
+        assert!(wait_until(|| REJECTS.load(SeqCst) == 1));
+        assert!(wait_live(base + 1));
+        // SAFETY: the test owns `l`.
+        unsafe { crate::iw_destroy_cm_id(l) };
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    #[test]
+    fn failing_connect_request_handler_rejects_and_frees_the_child() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 7);
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        MODE.store(MODE_FAIL_REQ, SeqCst);
+        for _ in 0..2 {
+            assert_eq!(upcall(l, EV_REQ, 0), 0);
+        }
+        assert!(wait_until(|| REJECTS.load(SeqCst) == 2));
+        assert!(wait_live(base + 1));
+        // SAFETY: the test owns `l`.
+        unsafe { crate::iw_destroy_cm_id(l) };
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    #[test]
+    fn accepted_child_gets_established_then_close() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 8);
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        let child = CHILD.load(SeqCst);
+        let mut p = bindings::iw_cm_conn_param {
+            qpn: FAKE_QPN,
+            ..Default::default()
+        };
+        // SAFETY: the child is ours since its CONNECT_REQUEST.
+        assert_eq!(unsafe { crate::iw_cm_accept(child, &mut p) }, 0);
+        assert_eq!(QP_REFS.load(SeqCst), 1);
+        assert_eq!(upcall(child, EV_EST, 0), 0);
+        assert_eq!(upcall(child, EV_DISC, 0), 0);
+        assert_eq!(upcall(child, EV_CLOSE, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 3));
+        assert_eq!(event(1), (8, EV_EST, 1));
+        assert_eq!(event(2), (8, EV_CLOSE, 0));
+        provider_release(child);
+        // SAFETY: the test owns both ids.
+        unsafe {
+            crate::iw_destroy_cm_id(child);
+            crate::iw_destroy_cm_id(l);
+        }
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    #[test]
+    fn a_blocked_handler_does_not_delay_other_cm_ids() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let a = create(&mut dev, 1);
+        let b = create(&mut dev, 9);
+        for id in [a, b] {
+            assert_eq!(connect(id), 0);
+            assert_eq!(upcall(id, EV_REPLY, 0), 0);
+        }
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        MODE.store(MODE_BLOCK_TAG1_CLOSE, SeqCst);
+        assert_eq!(upcall(a, EV_CLOSE, 0), 0);
+        assert!(wait_until(|| BLOCKED.load(SeqCst)));
+        assert_eq!(upcall(b, EV_CLOSE, 0), 0);
+        // b's CLOSE arrives while a's handler is still blocked.
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 4));
+        assert!(BLOCKED.load(SeqCst));
+        assert_eq!(event(3).0, 9);
+        RELEASE.store(true, SeqCst);
+        assert!(wait_until(|| !BLOCKED.load(SeqCst)));
+        for id in [a, b] {
+            provider_release(id);
+            // SAFETY: the test owns the ids.
+            unsafe { crate::iw_destroy_cm_id(id) };
+        }
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    #[test]
+    fn destroy_from_the_own_handler_does_not_deadlock() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 10);
+        assert_eq!(connect(id), 0);
+        assert_eq!(upcall(id, EV_REPLY, 0), 0);
+        MODE.store(MODE_DESTROY_SELF_ON_CLOSE, SeqCst);
+        assert_eq!(upcall(id, EV_CLOSE, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        provider_release(id);
+        assert!(wait_live(base));
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn nonzero_handler_return_destroys_the_id() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 11);
+        assert_eq!(connect(id), 0);
+        assert_eq!(upcall(id, EV_REPLY, 0), 0);
+        MODE.store(MODE_FAIL_CLOSE, SeqCst);
+        assert_eq!(upcall(id, EV_CLOSE, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        // iw_cm gave back the ULP's reference; the provider's remains.
+        assert!(wait_live(base + 1));
+        assert_eq!(upcall(id, EV_CLOSE, 0), 0);
+        provider_release(id);
+        assert!(wait_live(base));
+        assert_eq!(NEVENTS.load(SeqCst), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn reject_msg_strings() {
+        let s = |r: i32| {
+            // SAFETY: iwcm_reject_msg returns a static NUL-terminated string.
+            unsafe { CStr::from_char_ptr(crate::iwcm_reject_msg(r)) }
+        };
+        assert_eq!(s(-(kernel::bindings::ECONNRESET as i32)).to_bytes(), b"reset by remote host");
+        assert_eq!(s(-(kernel::bindings::ETIMEDOUT as i32)).to_bytes(), b"setup timeout");
+        assert_eq!(s(0).to_bytes(), b"unrecognized reason");
+        assert_eq!(s(i32::MIN).to_bytes(), b"unrecognized reason");
+    }
+}
