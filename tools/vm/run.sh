@@ -56,6 +56,15 @@ pwd > "$res/cwd"
 echo "$timeout" > "$res/guest-timeout"
 [ $nokmemleak -eq 0 ] || touch "$res/no-kmemleak"
 
+# One VM at a time on this machine (2 cores: a second TCG guest would only
+# slow both and skew timings).  Waits for the other run to finish.
+mkdir -p "$IWCM_CACHE"
+exec 9>"$IWCM_CACHE/vm.lock"
+if ! flock -n 9; then
+	echo "VM: waiting for another VM run to finish (lock $IWCM_CACHE/vm.lock)"
+	flock 9
+fi
+
 accel=${IWCM_ACCEL:-$("$here/kvm-probe.sh")}
 cpu="-cpu max"
 [ "$accel" = kvm ] && cpu="-cpu host"
