@@ -1,0 +1,118 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# The in-tree ULP under unplug: nvmet-rdma target (null_blk namespace,
+# configfs port on the siw netdev's address, 4420) and nvme-rdma host
+# (`nvme connect -t rdma`, 4 I/O queues), fio with verify running, then
+# `rdma link delete` of the siw link mid-I/O.  Checks: the delete returns
+# (bounded by a timeout), the controller goes away, fio ends with I/O errors
+# at most after the unplug and never with a verify mismatch, no leaked cm_id,
+# no splat.  Prints the delete time.  The host reconnects for 5 s at most
+# (--ctrl-loss-tmo=5), so fio's I/O fails instead of hanging once the
+# link is gone.
+. "$(dirname "$0")/lib.sh"
+
+NQN=iwcm-selftest-nqn
+CFG=/sys/kernel/config/nvmet
+DELETE_TIMEOUT=${IWCM_NVME_DELETE_TIMEOUT:-90}
+
+iwcm_init nvme_unplug 6
+iwcm_require_cmd nvme fio rdma
+iwcm_setup_or_bail
+
+nvmet_cleanup() {
+	rm -f "$CFG/ports/1/subsystems/$NQN" 2>/dev/null
+	rmdir "$CFG/ports/1" 2>/dev/null
+	echo 0 > "$CFG/subsystems/$NQN/namespaces/1/enable" 2>/dev/null
+	rmdir "$CFG/subsystems/$NQN/namespaces/1" 2>/dev/null
+	rmdir "$CFG/subsystems/$NQN" 2>/dev/null
+}
+
+nvmet_setup() {
+	modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || return 1
+	modprobe nvmet || return 1
+	modprobe nvmet-rdma || return 1
+	mkdir -p "$CFG/subsystems/$NQN" || return 1
+	echo 1 > "$CFG/subsystems/$NQN/attr_allow_any_host" || return 1
+	mkdir -p "$CFG/subsystems/$NQN/namespaces/1" || return 1
+	echo /dev/nullb0 > "$CFG/subsystems/$NQN/namespaces/1/device_path" || return 1
+	echo 1 > "$CFG/subsystems/$NQN/namespaces/1/enable" || return 1
+	mkdir -p "$CFG/ports/1" || return 1
+	echo rdma > "$CFG/ports/1/addr_trtype"
+	echo ipv4 > "$CFG/ports/1/addr_adrfam"
+	echo "$IWCM_ADDR" > "$CFG/ports/1/addr_traddr"
+	echo 4420 > "$CFG/ports/1/addr_trsvcid"
+	ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN" || return 1
+}
+
+nvme_dev() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] && grep -qx "$NQN" "$c/subsysnqn" && { basename "$c"; return 0; }
+	done
+	return 1
+}
+
+nvme_ns_ready() { local c; c=$(nvme_dev) && [ -b "/dev/${c}n1" ]; }
+
+ok=1
+if ! nvmet_setup; then
+	iwcm_log "nvmet-rdma target setup failed"
+	ok=0
+fi
+iwcm_check "nvmet-rdma target on $IWCM_ADDR:4420 (null_blk namespace)" [ $ok -eq 1 ]
+
+modprobe nvme-rdma
+if [ $ok -eq 1 ] && nvme connect -t rdma -a "$IWCM_ADDR" -s 4420 -n "$NQN" -i 4 \
+	--ctrl-loss-tmo=5 --reconnect-delay=1 \
+	>"$IWCM_TMP/connect.log" 2>&1 && iwcm_wait_for 20 nvme_ns_ready; then
+	ctrl=$(nvme_dev)
+	iwcm_log "connected: $ctrl, /dev/${ctrl}n1"
+	ktap_test_pass "nvme connect -t rdma with 4 I/O queues"
+else
+	iwcm_show_log "$IWCM_TMP/connect.log"
+	ktap_test_fail "nvme connect -t rdma with 4 I/O queues"
+	ok=0
+fi
+
+delete_rc=1
+delete_secs=
+if [ $ok -eq 1 ]; then
+	flog=$IWCM_TMP/fio.log
+	iwcm_spawn fio_pid "$flog" fio --name=verify --filename="/dev/${ctrl}n1" \
+		--ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=16 \
+		--numjobs=1 --size=64M --verify=crc32c --verify_backlog=256 --verify_fatal=1 \
+		--time_based --runtime=60 --output-format=normal
+	sleep 3
+	t0=$(__iwcm_now)
+	timeout "$DELETE_TIMEOUT" rdma link delete "$IWCM_RDEV"
+	delete_rc=$?
+	delete_secs=$(__iwcm_elapsed "$t0")
+	iwcm_log "rdma link delete: status $delete_rc after $delete_secs s (with fio running)"
+fi
+iwcm_check "rdma link delete returns mid-I/O (took ${delete_secs:-?} s)" [ "$delete_rc" -eq 0 ]
+
+if [ $ok -eq 1 ]; then
+	iwcm_wait "$fio_pid" 120
+	frc=$?
+	iwcm_log "fio exit status $frc"
+	if grep -qiE "verify: bad|bad magic|verify failed|crc32c: verify" "$flog"; then
+		iwcm_show_log "$flog"
+		ktap_test_fail "fio: no verify mismatch (I/O errors after the unplug only)"
+	else
+		ktap_test_pass "fio: no verify mismatch (I/O errors after the unplug only)"
+	fi
+else
+	ktap_test_skip "fio: not run (no controller)"
+fi
+
+nvme disconnect -n "$NQN" >/dev/null 2>&1
+iwcm_wait_for 30 bash -c '! ls /sys/class/nvme/ 2>/dev/null | grep -q .' 
+nvmet_cleanup
+modprobe -r nvme-rdma nvmet-rdma nvmet null_blk 2>/dev/null
+if ! nvme_dev >/dev/null; then
+	ktap_test_pass "controller gone, nvme-rdma/nvmet-rdma unloaded"
+else
+	ktap_test_fail "controller gone, nvme-rdma/nvmet-rdma unloaded"
+fi
+iwcm_finish
