@@ -140,8 +140,12 @@ load_iw_cm() {
 			iwcm_log "no Rust iw_cm at $IWCM_RUST_KO"
 			return 1
 		fi
-		# Its dependencies (ib_core) first: insmod does not resolve them.
-		modprobe ib_core || return 1
+		# Its dependencies (ib_core, ...) first: insmod does not
+		# resolve them.
+		local d
+		for d in $(modinfo -F depends "$IWCM_RUST_KO" 2>/dev/null | tr , ' ') ib_core; do
+			modprobe "$d" || return 1
+		done
 		insmod "$IWCM_RUST_KO" || return 1 ;;
 	*)
 		iwcm_log "IWCM_IMPL must be c or rust, not '$IWCM_IMPL'"

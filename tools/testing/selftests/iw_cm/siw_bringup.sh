@@ -17,7 +17,7 @@ iwcm_check "rdma link lists $IWCM_RDEV/1 on $IWCM_NETDEV" \
 
 out=$(ibv_devices 2>&1)
 printf '%s\n' "$out" | while IFS= read -r l; do iwcm_log "ibv_devices: $l"; done
-iwcm_check "ibv_devices lists $IWCM_RDEV" grep -qE "^[[:space:]]+$IWCM_RDEV[[:space:]]" <<<"$out"
+iwcm_check "ibv_devices lists $IWCM_RDEV" grep -qE "^[[:space:]]+${IWCM_RDEV}[[:space:]]" <<<"$out"
 
 out=$(ibv_devinfo -d "$IWCM_RDEV" 2>&1)
 rc=$?
