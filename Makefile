@@ -26,7 +26,7 @@ modules:
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) modules
 
 clippy:
-	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) CLIPPY=1 modules
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver modules
 
 rustfmt:
 	rustfmt --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 \

@@ -53,7 +53,7 @@ echo 'APT::Default-Release "bookworm";' | $SUDO tee /etc/apt/apt.conf.d/99iwcm-d
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
-	rustc-web rust-web-src libclang-19-dev clang-19 lld-19 llvm-19 \
+	rustc-web rust-web-src rust-web-clippy libclang-19-dev clang-19 lld-19 llvm-19 \
 	flex bison bc libelf-dev libssl-dev cpio dwarves make gcc git xz-utils \
 	qemu-system-x86 rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest \
 	nvme-cli fio iproute2 kmod busybox-static python3 rsync \

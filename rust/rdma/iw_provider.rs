@@ -148,7 +148,11 @@ impl IwDevice {
     /// # Safety
     ///
     /// As for [`IwDevice::reject`].
-    pub(crate) unsafe fn create_listen(&self, cm_id: *mut bindings::iw_cm_id, backlog: i32) -> Result {
+    pub(crate) unsafe fn create_listen(
+        &self,
+        cm_id: *mut bindings::iw_cm_id,
+        backlog: i32,
+    ) -> Result {
         let f = self.ops().iw_create_listen.ok_or_else(missing_op)?;
         // SAFETY: guaranteed by the caller.
         to_result(unsafe { f(cm_id, backlog) })

@@ -18,22 +18,22 @@ fn as_in(a: &sockaddr_storage) -> &bindings::sockaddr_in {
     // SAFETY: `sockaddr_storage` is large and aligned enough for every
     // sockaddr type (include/linux/socket.h); any bit pattern is a valid
     // `sockaddr_in`.
-    unsafe { &*(a as *const sockaddr_storage).cast::<bindings::sockaddr_in>() }
+    unsafe { &*core::ptr::from_ref(a).cast::<bindings::sockaddr_in>() }
 }
 
 fn as_in_mut(a: &mut sockaddr_storage) -> &mut bindings::sockaddr_in {
     // SAFETY: as in `as_in`; the exclusive borrow covers the whole storage.
-    unsafe { &mut *(a as *mut sockaddr_storage).cast::<bindings::sockaddr_in>() }
+    unsafe { &mut *core::ptr::from_mut(a).cast::<bindings::sockaddr_in>() }
 }
 
 fn as_in6(a: &sockaddr_storage) -> &bindings::sockaddr_in6 {
     // SAFETY: as in `as_in`.
-    unsafe { &*(a as *const sockaddr_storage).cast::<bindings::sockaddr_in6>() }
+    unsafe { &*core::ptr::from_ref(a).cast::<bindings::sockaddr_in6>() }
 }
 
 fn as_in6_mut(a: &mut sockaddr_storage) -> &mut bindings::sockaddr_in6 {
     // SAFETY: as in `as_in_mut`.
-    unsafe { &mut *(a as *mut sockaddr_storage).cast::<bindings::sockaddr_in6>() }
+    unsafe { &mut *core::ptr::from_mut(a).cast::<bindings::sockaddr_in6>() }
 }
 
 /// Whether the IP address of `a` is the wildcard (INADDR_ANY or `::`).

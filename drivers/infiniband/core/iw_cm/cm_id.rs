@@ -117,15 +117,17 @@ impl EventRing {
         }
     }
 
-    fn push(&mut self, ev: Event) -> core::result::Result<(), Event> {
+    /// Moves `*ev` into the ring; leaves it in place (to be freed by the
+    /// caller, outside the lock) and returns false when the ring is full.
+    fn push(&mut self, ev: &mut Option<Event>) -> bool {
         let cap = self.slots.len();
         if self.len == cap {
-            return Err(ev);
+            return false;
         }
         let idx = (self.head + self.len) % cap;
-        self.slots[idx] = Some(ev);
+        self.slots[idx] = ev.take();
         self.len += 1;
-        Ok(())
+        true
     }
 
     fn pop(&mut self) -> Option<Event> {
@@ -344,10 +346,10 @@ impl CmId {
                 _ => return Err(EINVAL),
             }
         }
-        // SAFETY: `raw` is this live cm_id of `dev`.
-        let ret = self
-            .map_ports(false)
-            .and_then(|()| unsafe { self.dev.create_listen(self.raw(), backlog_i32) });
+        let ret = self.map_ports(false).and_then(|()| {
+            // SAFETY: `raw` is this live cm_id of `dev`.
+            unsafe { self.dev.create_listen(self.raw(), backlog_i32) }
+        });
         if ret.is_err() {
             let mut g = self.inner.lock();
             if let Outcome::Go { next, .. } = state::step(g.state, Input::ListenFailed) {
@@ -384,10 +386,10 @@ impl CmId {
                 }
             }
         }
-        // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
-        let ret = self
-            .map_ports(true)
-            .and_then(|()| unsafe { self.dev.connect(self.raw(), param) });
+        let ret = self.map_ports(true).and_then(|()| {
+            // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
+            unsafe { self.dev.connect(self.raw(), param) }
+        });
         if ret.is_err() {
             self.apply_call_failure(Input::ConnectFailed);
         }
@@ -508,7 +510,8 @@ impl CmId {
             match state::step(st, Input::InitQpAttr) {
                 Outcome::Go { .. } => {
                     *mask = (bindings::ib_qp_attr_mask_IB_QP_STATE
-                        | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) as i32;
+                        | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+                        as i32;
                     attr.qp_access_flags = (bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
                         | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ)
                         as i32;
@@ -608,26 +611,31 @@ impl CmId {
         // it calls listen/connect, and the provider has not seen the id yet.
         let id = unsafe { &mut *raw };
         let mut reg = bindings::iwpm_dev_data::default();
-        // SAFETY: the device is valid (IwDevice invariant); `dev_name`
-        // returns a NUL-terminated string owned by the device.
-        let devname =
-            unsafe { CStr::from_char_ptr(crate::c::iwcm_c_dev_name(self.dev.as_raw().cast())) }.to_bytes();
+        // SAFETY: the device is valid (IwDevice invariant).
+        let devname = unsafe { crate::c::iwcm_c_dev_name(self.dev.as_raw().cast()) };
+        // SAFETY: `dev_name` returns a NUL-terminated string owned by the
+        // device, which outlives this call.
+        let devname = unsafe { CStr::from_char_ptr(devname) }.to_bytes();
         // SAFETY: as above; `iw_ifname` is a NUL-terminated array.
         let ifname_arr = unsafe { &(*self.dev.as_raw()).iw_ifname };
-        let ifname_len = ifname_arr.iter().position(|&c| c == 0).unwrap_or(ifname_arr.len());
+        let ifname_len = ifname_arr
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(ifname_arr.len());
         if devname.len() >= reg.dev_name.len() || ifname_len >= reg.if_name.len() {
             return Err(EINVAL);
         }
         id.m_local_addr = id.local_addr;
         id.m_remote_addr = id.remote_addr;
         for (d, s) in reg.dev_name.iter_mut().zip(devname) {
-            *d = *s as _;
+            *d = *s;
         }
         for (d, s) in reg.if_name.iter_mut().zip(&ifname_arr[..ifname_len]) {
-            *d = *s as _;
+            *d = *s;
         }
         // SAFETY: `reg` is a valid, initialised message.
-        let registered = unsafe { bindings::iwpm_register_pid(&mut reg, bindings::RDMA_NL_IWCM as u8) };
+        let registered =
+            unsafe { bindings::iwpm_register_pid(&mut reg, bindings::RDMA_NL_IWCM as u8) };
         // SAFETY: reads the port mapper's state.
         if registered != 0 || unsafe { bindings::iwpm_valid_pid() } == 0 {
             return Ok(());
@@ -641,7 +649,7 @@ impl CmId {
         // SAFETY: the device is valid (IwDevice invariant).
         let drv_flags = unsafe { (*self.dev.as_raw()).iw_driver_flags };
         pm.flags = if drv_flags & bindings::iw_flags_IW_F_NO_PORT_MAP != 0 {
-            bindings::IWPM_FLAGS_NO_PORT_MAP as _
+            bindings::IWPM_FLAGS_NO_PORT_MAP
         } else {
             0
         };
@@ -938,22 +946,19 @@ unsafe extern "C" fn cm_event_handler(
             return ENOMEM.to_errno();
         }
     }
-    let ev = Event { raw: *src, pdata };
-    {
+    let mut ev = Some(Event { raw: *src, pdata });
+    let queued = {
         let mut g = this.inner.lock();
-        if g.state == State::Destroying {
-            // Dropped as iwcm.c's IWCM_F_DROP_EVENTS does (freed after unlock).
-            drop(g);
-            drop(ev);
-            return 0;
-        }
-        if let Err(ev) = g.events.push(ev) {
-            drop(g);
-            drop(ev);
-            return ENOMEM.to_errno();
-        }
+        // After destroy, events are dropped as iwcm.c's IWCM_F_DROP_EVENTS
+        // does; `ev` is freed after the unlock either way.
+        g.state == State::Destroying || g.events.push(&mut ev)
+    };
+    if !queued {
+        return ENOMEM.to_errno();
     }
-    CmId::kick(this);
+    if ev.is_none() {
+        CmId::kick(this);
+    }
     0
 }
 

@@ -17,7 +17,9 @@ mod tests {
     use core::ffi::c_void;
     use core::mem::MaybeUninit;
     use core::ptr;
-    use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+    use core::sync::atomic::{
+        AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst,
+    };
     use kernel::prelude::*;
     use kernel::time::{delay::fsleep, Delta};
 
@@ -56,7 +58,9 @@ mod tests {
     static RELEASE: AtomicBool = AtomicBool::new(false);
 
     fn reset() {
-        for a in [&QP_TO_ERR, &QP_TO_SQD, &CONNECTS, &ACCEPTS, &REJECTS, &LISTENS, &UNLISTENS] {
+        for a in [
+            &QP_TO_ERR, &QP_TO_SQD, &CONNECTS, &ACCEPTS, &REJECTS, &LISTENS, &UNLISTENS,
+        ] {
             a.store(0, SeqCst);
         }
         QP_REFS.store(0, SeqCst);
@@ -67,13 +71,31 @@ mod tests {
         CHILD.store(ptr::null_mut(), SeqCst);
     }
 
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
     unsafe extern "C" fn fake_add_ref(_qp: *mut bindings::ib_qp) {
         QP_REFS.fetch_add(1, SeqCst);
     }
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
     unsafe extern "C" fn fake_rem_ref(_qp: *mut bindings::ib_qp) {
         QP_REFS.fetch_sub(1, SeqCst);
     }
-    unsafe extern "C" fn fake_get_qp(_d: *mut bindings::ib_device, qpn: i32) -> *mut bindings::ib_qp {
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
+    unsafe extern "C" fn fake_get_qp(
+        _d: *mut bindings::ib_device,
+        qpn: i32,
+    ) -> *mut bindings::ib_qp {
         if qpn as u32 == FAKE_QPN {
             FAKE_QP.load(SeqCst)
         } else {
@@ -81,30 +103,69 @@ mod tests {
         }
     }
     /// As siw_connect: the provider keeps a reference on the cm_id.
-    unsafe extern "C" fn fake_connect(id: *mut bindings::iw_cm_id, _p: *mut bindings::iw_cm_conn_param) -> i32 {
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
+    unsafe extern "C" fn fake_connect(
+        id: *mut bindings::iw_cm_id,
+        _p: *mut bindings::iw_cm_conn_param,
+    ) -> i32 {
         CONNECTS.fetch_add(1, SeqCst);
         // SAFETY: iw_cm passes a live cm_id with `add_ref` set.
         unsafe { ((*id).add_ref.unwrap())(id) };
         0
     }
-    unsafe extern "C" fn fake_accept(id: *mut bindings::iw_cm_id, _p: *mut bindings::iw_cm_conn_param) -> i32 {
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
+    unsafe extern "C" fn fake_accept(
+        id: *mut bindings::iw_cm_id,
+        _p: *mut bindings::iw_cm_conn_param,
+    ) -> i32 {
         ACCEPTS.fetch_add(1, SeqCst);
         // SAFETY: as in `fake_connect`.
         unsafe { ((*id).add_ref.unwrap())(id) };
         0
     }
-    unsafe extern "C" fn fake_reject(_id: *mut bindings::iw_cm_id, _p: *const c_void, _l: u8) -> i32 {
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
+    unsafe extern "C" fn fake_reject(
+        _id: *mut bindings::iw_cm_id,
+        _p: *const c_void,
+        _l: u8,
+    ) -> i32 {
         REJECTS.fetch_add(1, SeqCst);
         0
     }
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
     unsafe extern "C" fn fake_create_listen(_id: *mut bindings::iw_cm_id, _b: i32) -> i32 {
         LISTENS.fetch_add(1, SeqCst);
         0
     }
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
     unsafe extern "C" fn fake_destroy_listen(_id: *mut bindings::iw_cm_id) -> i32 {
         UNLISTENS.fetch_add(1, SeqCst);
         0
     }
+    /// Fake provider op.
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
     unsafe extern "C" fn fake_modify_qp(
         _qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
@@ -185,7 +246,14 @@ mod tests {
     }
 
     /// The fake ULP's `cm_handler`.
-    unsafe extern "C" fn ulp_handler(id: *mut bindings::iw_cm_id, ev: *mut bindings::iw_cm_event) -> i32 {
+    ///
+    /// # Safety
+    ///
+    /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
+    unsafe extern "C" fn ulp_handler(
+        id: *mut bindings::iw_cm_id,
+        ev: *mut bindings::iw_cm_event,
+    ) -> i32 {
         // SAFETY: iw_cm passes a valid event.
         let kind = unsafe { (*ev).event };
         let tag = tag_of(id);
@@ -241,7 +309,11 @@ mod tests {
 
     fn event(i: usize) -> (u64, u32, i32) {
         let v = EVENTS[i].load(SeqCst);
-        (v >> 32, ((v >> 16) & 0xffff) as u32, (v & 0xffff) as i32 - 1)
+        (
+            v >> 32,
+            ((v >> 16) & 0xffff) as u32,
+            (v & 0xffff) as i32 - 1,
+        )
     }
 
     fn upcall(id: *mut bindings::iw_cm_id, kind: u32, status: i32) -> i32 {
@@ -262,7 +334,8 @@ mod tests {
 
     fn create(dev: &mut FakeDev, tag: usize) -> *mut bindings::iw_cm_id {
         // SAFETY: the fake device outlives the cm_id (destroyed in-test).
-        let id = unsafe { crate::iw_create_cm_id(dev.raw(), Some(ulp_handler), tag as *mut c_void) };
+        let id =
+            unsafe { crate::iw_create_cm_id(dev.raw(), Some(ulp_handler), tag as *mut c_void) };
         // Not NULL and not an ERR_PTR.
         assert!(!id.is_null() && (id as usize) < usize::MAX - 4095);
         id
@@ -315,7 +388,10 @@ mod tests {
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 2);
         assert_eq!(connect(id), 0);
-        assert_eq!(upcall(id, EV_REPLY, -(kernel::bindings::ECONNREFUSED as i32)), 0);
+        assert_eq!(
+            upcall(id, EV_REPLY, -(kernel::bindings::ECONNREFUSED as i32)),
+            0
+        );
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         assert_eq!(event(0), (2, EV_REPLY, 0));
         // The id is idle again: it may connect anew (iwcm.c semantics).
@@ -546,8 +622,14 @@ mod tests {
             // SAFETY: iwcm_reject_msg returns a static NUL-terminated string.
             unsafe { CStr::from_char_ptr(crate::iwcm_reject_msg(r)) }
         };
-        assert_eq!(s(-(kernel::bindings::ECONNRESET as i32)).to_bytes(), b"reset by remote host");
-        assert_eq!(s(-(kernel::bindings::ETIMEDOUT as i32)).to_bytes(), b"setup timeout");
+        assert_eq!(
+            s(-(kernel::bindings::ECONNRESET as i32)).to_bytes(),
+            b"reset by remote host"
+        );
+        assert_eq!(
+            s(-(kernel::bindings::ETIMEDOUT as i32)).to_bytes(),
+            b"setup timeout"
+        );
         assert_eq!(s(0).to_bytes(), b"unrecognized reason");
         assert_eq!(s(i32::MIN).to_bytes(), b"unrecognized reason");
     }

@@ -191,18 +191,14 @@ pub fn step(state: State, input: Input) -> Outcome {
 
         (S::Idle, I::Connect) => go(S::ConnSent, A::ATTACH_QP | A::PROVIDER_CONNECT),
         (_, I::Connect) => Outcome::Invalid,
-        (S::ConnSent, I::ConnectFailed) => {
-            go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS)
-        }
+        (S::ConnSent, I::ConnectFailed) => go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS),
         (S::Destroying, I::ConnectFailed) => go(S::Destroying, A::RELEASE_QP),
         (_, I::ConnectFailed) => Outcome::Invalid,
 
         (S::ConnRecv, I::Accept) => go(S::Accepting, A::ATTACH_QP | A::PROVIDER_ACCEPT),
         (_, I::Accept) => Outcome::Invalid,
         // An error on accept precludes provider events (iwcm.c).
-        (S::Accepting, I::AcceptFailed) => {
-            go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS)
-        }
+        (S::Accepting, I::AcceptFailed) => go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS),
         (S::Destroying, I::AcceptFailed) => go(S::Destroying, A::RELEASE_QP),
         (_, I::AcceptFailed) => Outcome::Invalid,
 
@@ -240,7 +236,10 @@ pub fn step(state: State, input: Input) -> Outcome {
         (S::Destroying, I::EvDisconnect | I::EvClose) => Outcome::Drop,
 
         (S::Listen, I::EvConnectRequest) => go(S::Listen, A::SPAWN_CHILD),
-        (_, I::EvConnectRequest) => Outcome::ProviderFault { next: state, actions: A::NONE },
+        (_, I::EvConnectRequest) => Outcome::ProviderFault {
+            next: state,
+            actions: A::NONE,
+        },
 
         (S::ConnSent, I::EvConnectReply { ok: true }) => {
             go(S::Established, A::DELIVER | A::WAKE_CONNECT_WAITERS)
@@ -249,20 +248,27 @@ pub fn step(state: State, input: Input) -> Outcome {
             S::Idle,
             A::RELEASE_QP | A::DELIVER | A::WAKE_CONNECT_WAITERS,
         ),
-        (_, I::EvConnectReply { .. }) => Outcome::ProviderFault { next: state, actions: A::NONE },
+        (_, I::EvConnectReply { .. }) => Outcome::ProviderFault {
+            next: state,
+            actions: A::NONE,
+        },
 
         (S::Accepting, I::EvEstablished) => {
             go(S::Established, A::DELIVER | A::WAKE_CONNECT_WAITERS)
         }
-        (_, I::EvEstablished) => Outcome::ProviderFault { next: state, actions: A::NONE },
+        (_, I::EvEstablished) => Outcome::ProviderFault {
+            next: state,
+            actions: A::NONE,
+        },
 
         (S::Established, I::EvDisconnect) => go(S::Closing, A::NONE),
         // The peer's DISCONNECT racing our own disconnect, or arriving after
         // a failed connect: iwcm.c ignores it, and so do we.
         (S::Closing | S::Idle | S::ConnSent | S::Accepting, I::EvDisconnect) => go(state, A::NONE),
-        (S::Listen | S::ConnRecv, I::EvDisconnect) => {
-            Outcome::ProviderFault { next: state, actions: A::NONE }
-        }
+        (S::Listen | S::ConnRecv, I::EvDisconnect) => Outcome::ProviderFault {
+            next: state,
+            actions: A::NONE,
+        },
 
         (S::Established | S::Closing, I::EvClose) => go(S::Idle, A::RELEASE_QP | A::DELIVER),
         // CLOSE before ESTABLISHED/CONNECT_REPLY: C would BUG(); drop the
@@ -271,9 +277,10 @@ pub fn step(state: State, input: Input) -> Outcome {
             next: S::Idle,
             actions: A::RELEASE_QP | A::WAKE_CONNECT_WAITERS,
         },
-        (S::Idle | S::Listen | S::ConnRecv, I::EvClose) => {
-            Outcome::ProviderFault { next: state, actions: A::NONE }
-        }
+        (S::Idle | S::Listen | S::ConnRecv, I::EvClose) => Outcome::ProviderFault {
+            next: state,
+            actions: A::NONE,
+        },
     }
 }
 
