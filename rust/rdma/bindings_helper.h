@@ -12,3 +12,4 @@
 #include <rdma/iw_portmap.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/rdma_cm.h>
+#include "ulp/ulp_helpers.h"

@@ -98,8 +98,8 @@ impl<'a> Event<'a> {
     ///
     /// `ptr` points to a valid `struct rdma_cm_event` for `'a`.
     unsafe fn from_raw(ptr: *const bindings::rdma_cm_event) -> Self {
-        // SAFETY: guaranteed by the caller.
         Self {
+            // SAFETY: guaranteed by the caller.
             raw: unsafe { &*ptr },
         }
     }
@@ -239,21 +239,18 @@ impl CmIdRef {
     /// `rdma_resolve_addr`: resolve `dst` (asynchronous: ADDR_RESOLVED or
     /// ADDR_ERROR follows).
     pub(crate) fn resolve_addr(&self, dst: &SockAddrIn, timeout_ms: u32) -> Result {
+        let ms = usize::try_from(timeout_ms).map_err(|_| EINVAL)?;
         // SAFETY: the id is alive; the address is read during the call.
         to_result(unsafe {
-            bindings::rdma_resolve_addr(
-                self.as_raw(),
-                core::ptr::null_mut(),
-                dst.as_sockaddr(),
-                timeout_ms.into(),
-            )
+            bindings::rdma_resolve_addr(self.as_raw(), core::ptr::null_mut(), dst.as_sockaddr(), ms)
         })
     }
 
     /// `rdma_resolve_route` (asynchronous: ROUTE_RESOLVED or ROUTE_ERROR).
     pub(crate) fn resolve_route(&self, timeout_ms: u32) -> Result {
+        let ms = usize::try_from(timeout_ms).map_err(|_| EINVAL)?;
         // SAFETY: the id is alive.
-        to_result(unsafe { bindings::rdma_resolve_route(self.as_raw(), timeout_ms.into()) })
+        to_result(unsafe { bindings::rdma_resolve_route(self.as_raw(), ms) })
     }
 
     /// `rdma_bind_addr` to a local address.
@@ -435,9 +432,8 @@ impl<T: Handler> CmId<T> {
         let raw_ctx = Arc::into_raw(ctx);
         // SAFETY: `handler::<T>` matches the context type; the context
         // reference is handed to the id.
-        let id = unsafe {
-            bindings::rdma_ulp_create_id(Some(handler::<T>), raw_ctx.cast_mut().cast())
-        };
+        let id =
+            unsafe { bindings::rdma_ulp_create_id(Some(handler::<T>), raw_ctx.cast_mut().cast()) };
         match from_err_ptr(id) {
             Ok(id) => Ok(Self {
                 // INVARIANT: a new id with `handler::<T>` and our context.
