@@ -28,7 +28,7 @@
 # 150 s), AB_RESULTS_DIR.  About 1 minute per case on TCG: 16 cases.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
+cd "$top" || exit 2
 # shellcheck source=../kernel/env.sh
 . tools/kernel/env.sh
 
