@@ -67,7 +67,6 @@ module! {
     authors: ["The Rust iw_cm authors"],
     description: "iWARP CM (Rust: per-cm_id lifetime and event delivery)",
     license: "Dual BSD/GPL",
-    alias: ["rdma-netlink-subsys-2"],
 }
 
 /// Helpers of iw_cm_exports.c (prototypes there).

@@ -265,7 +265,7 @@ iwcm_wait_for() {
 
 # A listening rdma_cm id on TCP port PORT (rdma resource show cm_id).
 iwcm_listening() {
-	rdma resource show cm_id 2>/dev/null | grep " state LISTEN " | grep -q "src-addr [0-9.]*:$1 "
+	rdma resource show cm_id 2>/dev/null | grep -E " state +LISTEN " | grep -qE "src-addr +[0-9.]*:$1 "
 }
 
 # iwcm_wait_listen PORT [SECONDS]: wait for a server's listener.
@@ -300,7 +300,7 @@ iwcm_show_log() {
 
 # rdma_cm ids of our device (rdma resource show cm_id), one per line.
 iwcm_dev_cm_ids() {
-	rdma resource show cm_id 2>/dev/null | grep "^link $IWCM_RDEV/"
+	rdma resource show cm_id 2>/dev/null | grep -E "^(link $IWCM_RDEV/|dev $IWCM_RDEV )"
 }
 
 __iwcm_no_dev_cm_ids() { [ -z "$(iwcm_dev_cm_ids)" ]; }
