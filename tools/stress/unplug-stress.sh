@@ -1,0 +1,242 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# siw hot-unplug stress.  Runs as root inside the test VM (through
+# tools/vm/run.sh, see tools/stress/run-stress.sh) or on a real test machine.
+#
+# Per cycle: add a siw link on a dummy netdev, start the nvmet-rdma target
+# (null_blk namespace), `nvme connect` with M I/O queues, fio with verify,
+# rping/ucmatose/cmtime churn (and the Rust sample ULP when built and
+# IWCM_STRESS_SAMPLE=1), wait a random delay, `rdma link delete` mid-I/O.
+# siw has no disassociate_ucontext, so the user-space churn is SIGKILLed a
+# random 0-300 ms after the delete starts (the delete waits for it).
+# Then check, every cycle: the delete's time (bounded), errors seen by each
+# client, fio verify mismatches, new kernel splats (hung task, lockdep,
+# KASAN, WARNING...), the Rust iw_cm's live cm_id count back to baseline,
+# no rdma_cm id left; every IWCM_STRESS_LEAK_EVERY cycles and at the end a
+# kmemleak scan.  At the end the whole stack is unloaded with rmmod.
+#
+#   unplug-stress.sh [-c CYCLES] [-m IO_QUEUES] [-s SEED]
+#
+# Environment: IWCM_IMPL (c|rust, default rust), IWCM_STRESS_SAMPLE=1,
+# IWCM_ALLOW_RDMA_CM_LOCKDEP=1 (accept rdma_cm's handler_mutex report).
+# Prints a per-cycle line and a summary; exits non-zero on any failure.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+cycles=20
+ioq=2
+seed=$$
+while getopts "c:m:s:" o; do
+	case $o in
+	c) cycles=$OPTARG ;;
+	m) ioq=$OPTARG ;;
+	s) seed=$OPTARG ;;
+	*) echo "usage: $0 [-c cycles] [-m io_queues] [-s seed]" >&2; exit 2 ;;
+	esac
+done
+export IWCM_IMPL=${IWCM_IMPL:-rust}
+# lib.sh gives load_iw_cm, the siw bring-up and the process helpers.
+# shellcheck source=/dev/null
+. "$top/tools/kernel/env.sh" >/dev/null 2>&1
+export KSELFTEST_DIR=${KSELFTEST_DIR:-$KSRC/tools/testing/selftests}
+# shellcheck source=/dev/null
+. "$top/tools/testing/selftests/iw_cm/lib.sh"
+RANDOM=$seed
+
+NQN=iwcm-stress-nqn
+CFG=/sys/kernel/config/nvmet
+SAMPLE_KO=$(ls "$top"/samples/rdma/*/*.ko 2>/dev/null | head -n1)
+tmp=$(mktemp -d /tmp/iwcm-stress.XXXXXX)
+failed=0
+slowest=0
+slowest_cycle=0
+leaks=0
+splats=0
+mismatches=0
+declare -a fails=()
+
+log() { echo "stress: $*"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+splat_re='WARNING:|BUG:|Oops|INFO: task .* blocked|possible (recursive|circular) locking|inconsistent lock state|general protection|UBSAN:|KASAN:|kernel BUG|refcount_t:|unreferenced object|soft lockup|rcu.*stall'
+new_splats() {	# new_splats FROM_LINE: splat lines of dmesg after FROM_LINE
+	local s
+	s=$(dmesg | tail -n +"$(($1 + 1))" | grep -E "$splat_re")
+	if [ "${IWCM_ALLOW_RDMA_CM_LOCKDEP:-0}" = 1 ] &&
+	   dmesg | tail -n +"$(($1 + 1))" | grep -q "handler_mutex"; then
+		s=$(grep -vE "possible (recursive|circular) locking" <<<"$s")
+	fi
+	printf '%s' "$s"
+}
+
+nvmet_up() {
+	mkdir -p "$CFG/subsystems/$NQN/namespaces/1" "$CFG/ports/1" || return 1
+	echo 1 > "$CFG/subsystems/$NQN/attr_allow_any_host"
+	echo /dev/nullb0 > "$CFG/subsystems/$NQN/namespaces/1/device_path"
+	echo 1 > "$CFG/subsystems/$NQN/namespaces/1/enable" || return 1
+	echo rdma > "$CFG/ports/1/addr_trtype"
+	echo ipv4 > "$CFG/ports/1/addr_adrfam"
+	echo "$IWCM_ADDR" > "$CFG/ports/1/addr_traddr"
+	echo 4420 > "$CFG/ports/1/addr_trsvcid"
+	[ -e "$CFG/ports/1/subsystems/$NQN" ] ||
+		ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN"
+}
+nvmet_down() {
+	rm -f "$CFG/ports/1/subsystems/$NQN" 2>/dev/null
+	rmdir "$CFG/ports/1" 2>/dev/null
+	echo 0 > "$CFG/subsystems/$NQN/namespaces/1/enable" 2>/dev/null
+	rmdir "$CFG/subsystems/$NQN/namespaces/1" "$CFG/subsystems/$NQN" 2>/dev/null
+}
+nvme_ctrl() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] && grep -qx "$NQN" "$c/subsysnqn" && { basename "$c"; return 0; }
+	done
+	return 1
+}
+
+# ---------------------------------------------------------------- set-up
+load_iw_cm || { log "cannot load iw_cm ($IWCM_IMPL)"; exit 1; }
+for m in rdma_cm rdma_ucm siw dummy nvme-rdma nvmet nvmet-rdma; do
+	modprobe "$m" || { log "modprobe $m failed"; exit 1; }
+done
+modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || exit 1
+[ -n "$SAMPLE_KO" ] && [ "${IWCM_STRESS_SAMPLE:-0}" = 1 ] && log "sample ULP: $SAMPLE_KO"
+base_cmids=$(iwcm_cm_ids)
+log "IWCM_IMPL=$IWCM_IMPL cycles=$cycles io_queues=$ioq seed=$seed cm_ids baseline '${base_cmids:-n/a}'"
+t_start=$(now)
+
+for cyc in $(seq 1 "$cycles"); do
+	dm0=$(dmesg | wc -l)
+	cfail=()
+	if ! iwcm_setup >"$tmp/setup.log" 2>&1; then
+		cfail+=("siw setup")
+	fi
+	nvmet_up || cfail+=("nvmet")
+	ctrl=
+	if nvme connect -t rdma -a "$IWCM_ADDR" -s 4420 -n "$NQN" -i "$ioq" \
+		--ctrl-loss-tmo=3 --reconnect-delay=1 >"$tmp/connect.log" 2>&1 &&
+	   iwcm_wait_for 20 bash -c "ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1"; then
+		ctrl=$(nvme_ctrl)
+		iwcm_wait_for 10 test -b "/dev/${ctrl}n1"
+	else
+		cfail+=("nvme connect")
+	fi
+	fio_pid=
+	if [ -n "$ctrl" ] && [ -b "/dev/${ctrl}n1" ]; then
+		fio --name=v --filename="/dev/${ctrl}n1" --ioengine=libaio --direct=1 \
+			--rw=randwrite --bs=4k --iodepth=8 --size=32M --verify=crc32c \
+			--verify_backlog=128 --time_based --runtime=30 >"$tmp/fio.log" 2>&1 &
+		fio_pid=$!
+	fi
+	# Connection churn from user space while the link goes away.
+	churn=()
+	rping -s -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-s.log" 2>&1 & churn+=($!)
+	sleep 0.3
+	rping -c -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
+	ucmatose -c 10 -C 1000 >"$tmp/ucm-s.log" 2>&1 & churn+=($!)
+	sleep 0.2
+	( while :; do ucmatose -s "$IWCM_ADDR" -c 10 -C 10 >/dev/null 2>&1 || sleep 0.1; done ) &
+	churn+=($!)
+	( while :; do cmtime -s "$IWCM_ADDR" -c 20 >/dev/null 2>&1 || sleep 0.1; done ) &
+	churn+=($!)
+	sample_loaded=0
+	if [ -n "$SAMPLE_KO" ] && [ "${IWCM_STRESS_SAMPLE:-0}" = 1 ]; then
+		insmod "$SAMPLE_KO" role=target addr="$IWCM_ADDR" 2>/dev/null && sample_loaded=1
+	fi
+	sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 1 + (r % 300) / 100 }')"
+
+	t0=$(now)
+	timeout 120 rdma link delete "$IWCM_RDEV" &
+	del=$!
+	sleep "0.$((RANDOM % 3))$((RANDOM % 10))"
+	for p in "${churn[@]}"; do kill -9 "$p" 2>/dev/null; done
+	pkill -9 -x rping; pkill -9 -x ucmatose; pkill -9 -x cmtime
+	wait "$del"
+	drc=$?
+	dsecs=$(since "$t0")
+	for p in "${churn[@]}"; do wait "$p" 2>/dev/null; done
+	[ "$drc" -eq 0 ] || cfail+=("rdma link delete status $drc")
+	if awk -v a="$dsecs" -v b="$slowest" 'BEGIN { exit !(a > b) }'; then
+		slowest=$dsecs; slowest_cycle=$cyc
+	fi
+
+	# Clients: fio must end (errors after the unplug are expected), no
+	# verify mismatch.
+	ferr=
+	if [ -n "$fio_pid" ]; then
+		iwcm_wait "$fio_pid" 90 || true
+		iwcm_exited "$fio_pid" || { kill -9 "$fio_pid"; cfail+=("fio did not end"); }
+		if grep -qiE "verify: bad|bad magic|verify failed" "$tmp/fio.log"; then
+			mismatches=$((mismatches + 1)); cfail+=("fio verify mismatch")
+		fi
+		ferr=$(grep -oE "err= *[0-9]+" "$tmp/fio.log" | head -n1)
+	fi
+	nvme disconnect -n "$NQN" >/dev/null 2>&1
+	iwcm_wait_for 20 bash -c "! ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1" || cfail+=("nvme controller left")
+	nvmet_down
+	[ "$sample_loaded" = 1 ] && { rmmod "$(basename "$SAMPLE_KO" .ko)" || cfail+=("sample rmmod"); }
+	ip link del "$IWCM_NETDEV" 2>/dev/null
+
+	# Gates.
+	if [ -n "$base_cmids" ] && ! iwcm_wait_for 10 bash -c "[ \"\$(tr -d ' \n' < $IWCM_CMIDS)\" = $base_cmids ]"; then
+		leaks=$((leaks + 1)); cfail+=("cm_ids $(iwcm_cm_ids) != baseline $base_cmids")
+	fi
+	if rdma resource show cm_id 2>/dev/null | grep -q .; then
+		leaks=$((leaks + 1)); cfail+=("rdma_cm ids left")
+	fi
+	s=$(new_splats "$dm0")
+	if [ -n "$s" ]; then
+		splats=$((splats + 1)); cfail+=("kernel splat")
+		printf '%s\n' "$s" | head -20 | sed 's/^/stress:   dmesg: /'
+	fi
+	if [ "${IWCM_STRESS_LEAK_EVERY:-10}" -gt 0 ] && [ $((cyc % ${IWCM_STRESS_LEAK_EVERY:-10})) -eq 0 ] &&
+	   [ -w /sys/kernel/debug/kmemleak ]; then
+		echo scan > /sys/kernel/debug/kmemleak; echo scan > /sys/kernel/debug/kmemleak
+		if grep -q "unreferenced object" /sys/kernel/debug/kmemleak; then
+			leaks=$((leaks + 1)); cfail+=("kmemleak")
+			head -40 /sys/kernel/debug/kmemleak | sed 's/^/stress:   kmemleak: /'
+			echo clear > /sys/kernel/debug/kmemleak
+		fi
+	fi
+	rp=$(grep -c "ping data" "$tmp/rping-c.log" 2>/dev/null)
+	if [ ${#cfail[@]} -eq 0 ]; then
+		log "cycle $cyc ok: delete ${dsecs}s fio ${ferr:-n/a} rping-client ${rp:-0} pings"
+	else
+		failed=$((failed + 1))
+		fails+=("cycle $cyc: ${cfail[*]}")
+		log "cycle $cyc FAILED: ${cfail[*]} (delete ${dsecs}s)"
+		tail -5 "$tmp/setup.log" "$tmp/connect.log" 2>/dev/null | sed 's/^/stress:   /'
+	fi
+done
+
+# ---------------------------------------------------------------- the end
+end_fail=()
+modprobe -r nvme-rdma nvmet-rdma nvmet null_blk 2>/dev/null
+if ! rmmod rdma_ucm rdma_cm iw_cm 2>"$tmp/rmmod.log"; then
+	end_fail+=("rmmod rdma_ucm rdma_cm iw_cm: $(cat "$tmp/rmmod.log")")
+fi
+modprobe -r siw 2>/dev/null
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan > /sys/kernel/debug/kmemleak; echo scan > /sys/kernel/debug/kmemleak
+	if grep -q "unreferenced object" /sys/kernel/debug/kmemleak; then
+		leaks=$((leaks + 1)); end_fail+=("kmemleak at the end")
+		head -60 /sys/kernel/debug/kmemleak | sed 's/^/stress:   kmemleak: /'
+	fi
+fi
+s=$(new_splats 0)
+[ -z "$s" ] || { end_fail+=("kernel splat(s) during the run"); }
+
+echo
+echo "stress summary: impl=$IWCM_IMPL seed=$seed"
+echo "  cycles run:     $cycles ($(since "$t_start") s)"
+echo "  cycles failed:  $failed"
+echo "  slowest delete: ${slowest} s (cycle $slowest_cycle)"
+echo "  leaks:          $leaks"
+echo "  splats:         $splats"
+echo "  verify mismatches: $mismatches"
+for f in "${fails[@]}" "${end_fail[@]}"; do echo "  FAIL $f"; done
+rm -rf "$tmp"
+[ "$failed" -eq 0 ] && [ ${#end_fail[@]} -eq 0 ]
