@@ -137,6 +137,8 @@ for cyc in $(seq 1 "$cycles"); do
 	sleep 0.3
 	rping -c -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
 	ucmatose -c 10 -C 1000 >"$tmp/ucm-s.log" 2>&1 & churn+=($!)
+	( while :; do cmtime -c 20 >/dev/null 2>&1 || sleep 0.1; done ) &
+	churn+=($!)
 	sleep 0.2
 	( while :; do ucmatose -s "$IWCM_ADDR" -c 10 -C 10 >/dev/null 2>&1 || sleep 0.1; done ) &
 	churn+=($!)
