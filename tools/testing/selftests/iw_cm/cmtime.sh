@@ -9,8 +9,7 @@
 # CMTIME_SERVER_QP_NOTE
 . "$(dirname "$0")/lib.sh"
 
-iwcm_init cmtime 3
-iwcm_require_cmd cmtime rdma
+iwcm_init cmtime 3 cmtime
 iwcm_setup_or_bail
 
 cmtime_run() {

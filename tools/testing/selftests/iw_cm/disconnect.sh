@@ -10,7 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 
 iwcm_init disconnect 3
-iwcm_require_cmd rdma
 RDMA_DISC=$(dirname "$0")/rdma_disc
 [ -x "$RDMA_DISC" ] || ktap_exit_fail_msg "$RDMA_DISC not built (make -C tools/testing/selftests/iw_cm)"
 iwcm_setup_or_bail

@@ -9,8 +9,7 @@
 # back to the baseline).
 . "$(dirname "$0")/lib.sh"
 
-iwcm_init kill_teardown 5
-iwcm_require_cmd rping ib_send_bw rdma
+iwcm_init kill_teardown 5 rping ib_send_bw
 iwcm_setup_or_bail
 
 lo_tx() { cat /sys/class/net/lo/statistics/tx_bytes; }

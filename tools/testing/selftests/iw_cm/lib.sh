@@ -63,25 +63,59 @@ __iwcm_now() { date +%s.%N; }
 __iwcm_elapsed() { awk -v a="$1" -v b="$(__iwcm_now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # Skip the whole test (exit 4) with a reason.
+# Callable before or after iwcm_init has printed the plan.
 iwcm_skip_all() {
-	ktap_skip_all "$*"
+	ktap_print_header
+	if [ "$IWCM_PLAN_DONE" = 1 ]; then
+		ktap_print_msg "SKIP: $*"
+		ktap_print_totals
+	else
+		ktap_skip_all "$*"
+	fi
 	exit "$KSFT_SKIP"
 }
 
-# iwcm_init NAME PLAN: KTAP header and plan, temp dir, signal handling.
-# The plan counts the test's own checks plus the checks iwcm_finish adds
-# (IWCM_FINISH_CHECKS of them).
+# The KTAP header once per test, whoever asks first.
+IWCM_HDR_DONE=0
+IWCM_PLAN_DONE=0
+ktap_print_header() {
+	[ "$IWCM_HDR_DONE" = 1 ] && return 0
+	IWCM_HDR_DONE=1
+	echo "TAP version 13"
+}
+
+# iwcm_init NAME PLAN [CMD...]: skip (exit 4) unless root and every CMD is
+# installed; else the KTAP header and plan, temp dir, signal handling.  The
+# plan counts the test's own results plus the IWCM_FINISH_CHECKS results
+# iwcm_finish adds.
 IWCM_FINISH_CHECKS=3
 iwcm_init() {
 	IWCM_NAME=$1
-	local plan=$2
+	local plan=$2 c
+	shift 2
 	IWCM_T0=$(__iwcm_now)
 	[ "$(id -u)" -eq 0 ] || iwcm_skip_all "$IWCM_NAME: needs root"
+	for c in rdma ip modprobe "$@"; do
+		command -v "$c" >/dev/null 2>&1 ||
+			iwcm_skip_all "$IWCM_NAME: $c not installed (iproute2, kmod, rdma-core, rdmacm-utils, ibverbs-utils, perftest)"
+	done
 	ktap_print_header
 	ktap_set_plan $((plan + IWCM_FINISH_CHECKS))
+	IWCM_PLAN_DONE=1
 	IWCM_TMP=$(mktemp -d "/tmp/iwcm-$IWCM_NAME.XXXXXX")
 	trap '__iwcm_on_signal' TERM INT
 	iwcm_log "$IWCM_NAME: IWCM_IMPL=$IWCM_IMPL addr $IWCM_ADDR, logs in $IWCM_TMP"
+}
+
+# iwcm_require_cmd CMD...: skip the test (exit 4) when a tool is not
+# installed.  Prefer the CMD list of iwcm_init, which checks before the
+# plan is printed.
+iwcm_require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 ||
+			iwcm_skip_all "$IWCM_NAME: $c not installed"
+	done
 }
 
 __iwcm_on_signal() {
@@ -89,15 +123,6 @@ __iwcm_on_signal() {
 	iwcm_stop_all
 	iwcm_teardown >/dev/null 2>&1
 	exit "$KSFT_FAIL"
-}
-
-# iwcm_require_cmd CMD...: skip the test when a tool is not installed.
-iwcm_require_cmd() {
-	local c
-	for c in "$@"; do
-		command -v "$c" >/dev/null 2>&1 ||
-			iwcm_skip_all "$IWCM_NAME: $c not installed (rdma-core, rdmacm-utils, ibverbs-utils, perftest)"
-	done
 }
 
 # iwcm_check DESCRIPTION CMD...: one KTAP result from a command's status.

@@ -10,8 +10,7 @@
 # shows.
 . "$(dirname "$0")/lib.sh"
 
-iwcm_init module_unload 5
-iwcm_require_cmd rping rdma modprobe rmmod insmod
+iwcm_init module_unload 5 rping modprobe rmmod insmod
 
 in_lsmod() { grep -q "^$1 " /proc/modules; }
 holders() { grep -E "^(iw_cm|rdma_cm|rdma_ucm|ib_cm) " /proc/modules | while IFS= read -r l; do iwcm_log "lsmod: $l"; done; }

@@ -6,8 +6,7 @@
 # row (bytes, iterations, numbers).
 . "$(dirname "$0")/lib.sh"
 
-iwcm_init perftest 3
-iwcm_require_cmd ib_send_bw ib_send_lat rdma
+iwcm_init perftest 3 ib_send_bw ib_send_lat
 iwcm_setup_or_bail
 
 PORT=18515

@@ -8,8 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=3
-iwcm_init rdma_server_client $((1 + ROUNDS))
-iwcm_require_cmd rdma_server rdma_client rdma
+iwcm_init rdma_server_client $((1 + ROUNDS)) rdma_server rdma_client
 iwcm_setup_or_bail
 
 for r in $(seq "$ROUNDS"); do

@@ -6,8 +6,7 @@
 # the server must exit 0; the client must show every ping and no error.
 . "$(dirname "$0")/lib.sh"
 
-iwcm_init rping 3
-iwcm_require_cmd rping rdma
+iwcm_init rping 3 rping
 iwcm_setup_or_bail
 
 # rping_run COUNT CLIENT_FLAG DESCRIPTION

@@ -6,8 +6,7 @@
 # away again on `rdma link delete`.
 . "$(dirname "$0")/lib.sh"
 
-iwcm_init siw_bringup 6
-iwcm_require_cmd rdma ibv_devices ibv_devinfo ip
+iwcm_init siw_bringup 6 ibv_devices ibv_devinfo
 iwcm_setup_or_bail
 
 out=$(rdma link show "$IWCM_RDEV/1" 2>&1)

@@ -6,8 +6,7 @@
 # disconnecting.  Both sides must exit 0 and report "return status 0".
 . "$(dirname "$0")/lib.sh"
 
-iwcm_init ucmatose 3
-iwcm_require_cmd ucmatose rdma
+iwcm_init ucmatose 3 ucmatose
 iwcm_setup_or_bail
 
 ucmatose_run() {
