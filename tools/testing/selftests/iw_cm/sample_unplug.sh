@@ -47,10 +47,8 @@ SAMPLE_DELETE_TIMEOUT=${SAMPLE_DELETE_TIMEOUT:-60}
 SAMPLE_DBG=/sys/kernel/debug/rust_rdma_ulp
 NQ=$((SAMPLE_IO_QUEUES + 1))
 
-if [ ! -f "$SAMPLE_KO" ]; then
-	ktap_print_header
+[ -f "$SAMPLE_KO" ] ||
 	iwcm_skip_all "sample_unplug: no sample module at $SAMPLE_KO (build it: make modules)"
-fi
 
 # The rdma_cm handler_mutex lockdep report is expected here (see above):
 # the splat check of iwcm_finish goes through the VM's splat gate with that
@@ -71,8 +69,7 @@ sample_recvs() {
 	sed -n 's/^q\([0-9]*\) .* recvs \([0-9]*\) .*/\1 \2/p' "$SAMPLE_DBG/host" 2>/dev/null
 }
 
-iwcm_init sample_unplug 7
-iwcm_require_cmd rdma python3
+iwcm_init sample_unplug 7 python3 insmod rmmod modinfo
 iwcm_log "sample: $SAMPLE_KO, own_queue=$SAMPLE_OWN_QUEUE order=$SAMPLE_ORDER context=$SAMPLE_CONTEXT"
 iwcm_setup_or_bail
 
