@@ -80,9 +80,12 @@ struct workqueue_struct *iwcm_c_wq(void)
 	return iwcm_wq;
 }
 
+/* dev_name(), or "" for a device not (yet) named: never NULL. */
 const char *iwcm_c_dev_name(struct ib_device *device)
 {
-	return dev_name(&device->dev);
+	const char *name = dev_name(&device->dev);
+
+	return name ? name : "";
 }
 
 /* As iw_cm_init() in iwcm.c. */
