@@ -81,29 +81,10 @@ t_all=$(date +%s)
 get() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -n1; }
 
 # splats CONSOLE_LOG: a one-line summary of the kernel reports in a console
-# log (tools/vm/splat-check.py; the rdma_cm handler_mutex lockdep report
-# counted apart).
+# log (tools/ab/splat_summary.py: the rdma_cm handler_mutex lockdep report
+# told apart from real splats).
 splats() {
-	local log=$1 chk accepted kinds
-	[ -f "$log" ] || { echo "no console log"; return; }
-	chk=$(python3 tools/vm/splat-check.py --allow-rdma-cm-lockdep "$log" 2>&1)
-	accepted=$(grep -c "^splat-check: accepted" <<<"$chk")
-	kinds=$(awk '/^splat-check: .*:[0-9]+:$/ { getline; sub(/^ +/, ""); print }' <<<"$chk" |
-		sed -E -e 's/^INFO: task ([^:]*):[0-9]+ blocked for more than.*/hung task (\1)/' \
-			-e 's/^WARNING: (possible [a-z ]*).*/lockdep: \1/' \
-			-e 's/ at [^ ]*$//' -e 's/^(.{60}).*/\1/' |
-		sort | uniq -c | awk '{ c = $1; $1 = ""; sub(/^ /, ""); printf "%s%s x%d", sep, $0, c; sep = "; " }')
-	local out=""
-	if [ "$accepted" -gt 0 ]; then
-		local kind=recursive
-		grep -q "possible circular locking dependency" "$log" && kind=circular
-		grep -q "possible recursive locking detected" "$log" && grep -q "possible circular" "$log" && kind="recursive+circular"
-		out="rdma_cm handler_mutex lockdep ($kind, accepted)"
-	fi
-	if [ -n "$kinds" ]; then
-		out="${out:+$out; }$kinds"
-	fi
-	echo "${out:-none}"
+	python3 tools/ab/splat_summary.py --summary "$1" 2>&1 | head -n1
 }
 
 # stuck_in FILE: the functions of the deadlock chain seen in blocked stacks.

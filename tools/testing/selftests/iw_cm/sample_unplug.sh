@@ -22,8 +22,9 @@
 #   tools/vm/run.sh --name sample-unplug --allow-rdma-cm-lockdep -- \
 #       env IWCM_TESTS=sample_unplug.sh tools/vm/guest-tests.sh rust
 #
-# Its own splat check accepts the same report (tools/vm/splat-check.py
-# --allow-rdma-cm-lockdep) and nothing else.
+# Its own splat check accepts the same report (tools/ab/splat_summary.py:
+# the lock acquired or held is &id_priv->handler_mutex and the trace runs
+# through rdma_cm) and nothing else.
 #
 # With the stock C iw_cm (IWCM_IMPL=c) the default variant deadlocks
 # `rdma link delete` (the event's own queue is stopped first): the test
@@ -51,14 +52,17 @@ NQ=$((SAMPLE_IO_QUEUES + 1))
 	iwcm_skip_all "sample_unplug: no sample module at $SAMPLE_KO (build it: make modules)"
 
 # The rdma_cm handler_mutex lockdep report is expected here (see above):
-# the splat check of iwcm_finish goes through the VM's splat gate with that
-# one report accepted.
+# the splat check of iwcm_finish accepts that one report (lock name and
+# rdma_cm frames, tools/ab/splat_summary.py) and nothing else.
 iwcm_new_splats() {
 	local f=$IWCM_TMP/dmesg-since-setup.txt
 	dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" > "$f"
-	python3 "$IWCM_TOP/tools/vm/splat-check.py" --allow-rdma-cm-lockdep "$f" \
-		> "$IWCM_TMP/splat-check.txt" 2>&1 && return 0
-	grep -v "^splat-check: accepted" "$IWCM_TMP/splat-check.txt"
+	python3 "$IWCM_TOP/tools/ab/splat_summary.py" --check "$f" > "$IWCM_TMP/splats.txt" 2>&1
+	local rc=$?
+	grep "^splat_summary: accepted" "$IWCM_TMP/splats.txt" | while IFS= read -r l; do
+		iwcm_log "$l"
+	done
+	[ $rc -eq 0 ] || grep -v "^splat_summary: accepted" "$IWCM_TMP/splats.txt"
 }
 
 # sample_field FILE KEY: the value of "KEY value" in a debugfs file.
