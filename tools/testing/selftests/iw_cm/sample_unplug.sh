@@ -59,8 +59,9 @@ iwcm_new_splats() {
 	dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" > "$f"
 	python3 "$IWCM_TOP/tools/ab/splat_summary.py" --check "$f" > "$IWCM_TMP/splats.txt" 2>&1
 	local rc=$?
+	# Noted on stderr: whatever this prints on stdout counts as a splat.
 	grep "^splat_summary: accepted" "$IWCM_TMP/splats.txt" | while IFS= read -r l; do
-		iwcm_log "$l"
+		iwcm_log "$l" >&2
 	done
 	[ $rc -eq 0 ] || grep -v "^splat_summary: accepted" "$IWCM_TMP/splats.txt"
 }
