@@ -18,7 +18,7 @@
 # IWCM_TESTS (run only these selftests, e.g. "rping.sh cmtime.sh").
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 
 passed=0
 failed=0

@@ -45,6 +45,7 @@ done
 base=$(mktemp -d /tmp/kselftest.XXXXXX)
 cp -r "$KSELFTEST_DIR/kselftest" "$base/"
 cp "$KSELFTEST_DIR/run_kselftest.sh" "$base/"
+mkdir -p "$base/iw_cm"
 if ! make -s -C "$src" KSELFTEST_DIR="$KSELFTEST_DIR" OUTPUT="$base/iw_cm" \
 		install INSTALL_PATH="$base/iw_cm" >"$base/make.log" 2>&1; then
 	cat "$base/make.log"
