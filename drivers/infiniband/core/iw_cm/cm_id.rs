@@ -371,21 +371,7 @@ impl CmId {
         self.reserve_events(ACTIVE_EVENT_SLOTS)?;
         // SAFETY: `param` is valid (caller).
         let qpn = unsafe { (*param).qpn };
-        let qp = self.dev.get_qp(qpn).ok_or(EINVAL)?;
-        {
-            let mut g = self.inner.lock();
-            match state::step(g.state, Input::Connect) {
-                Outcome::Go { next, .. } => {
-                    g.state = next;
-                    g.qp = Some(qp);
-                }
-                _ => {
-                    drop(g);
-                    drop(qp);
-                    return Err(EINVAL);
-                }
-            }
-        }
+        self.attach_qp(Input::Connect, qpn)?;
         let ret = self.map_ports(true).and_then(|()| {
             // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
             unsafe { self.dev.connect(self.raw(), param) }
@@ -407,27 +393,33 @@ impl CmId {
         }
         // SAFETY: `param` is valid (caller).
         let qpn = unsafe { (*param).qpn };
-        let qp = self.dev.get_qp(qpn).ok_or(EINVAL)?;
-        {
-            let mut g = self.inner.lock();
-            match state::step(g.state, Input::Accept) {
-                Outcome::Go { next, .. } => {
-                    g.state = next;
-                    g.qp = Some(qp);
-                }
-                _ => {
-                    drop(g);
-                    drop(qp);
-                    return Err(EINVAL);
-                }
-            }
-        }
+        self.attach_qp(Input::Accept, qpn)?;
         // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
         let ret = unsafe { self.dev.accept(self.raw(), param) };
         if ret.is_err() {
             self.apply_call_failure(Input::AcceptFailed);
         }
         ret
+    }
+
+    /// Takes iw_cm's reference on QP `qpn` and the connect/accept
+    /// transition `input`.  Errors: -EINVAL for an unknown QP or a cm_id in
+    /// the wrong state (the reference is then dropped after the unlock).
+    fn attach_qp(&self, input: Input, qpn: u32) -> Result {
+        let qp = self.dev.get_qp(qpn).ok_or(EINVAL)?;
+        let mut g = self.inner.lock();
+        match state::step(g.state, input) {
+            Outcome::Go { next, .. } => {
+                g.state = next;
+                g.qp = Some(qp);
+                Ok(())
+            }
+            _ => {
+                drop(g);
+                drop(qp);
+                Err(EINVAL)
+            }
+        }
     }
 
     /// Undoes a failed connect/accept downcall: releases the QP reference
