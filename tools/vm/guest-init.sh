@@ -21,6 +21,11 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t configfs configfs /sys/kernel/config
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+# devtmpfs has no /dev/std* links (udev makes them): without them a write
+# to /dev/stdout (kselftest's runner logs there) creates a regular file.
+for i in 0:stdin 1:stdout 2:stderr; do
+	[ -e "/dev/${i#*:}" ] || ln -s "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"
+done
 
 mkdir -p /mnt/kmods /mnt/results /mnt/etc-upper /mnt/etc-work
 mount -t 9p -o trans=virtio,version=9p2000.L,ro kmods /mnt/kmods

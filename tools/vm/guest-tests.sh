@@ -66,7 +66,15 @@ grep -E "^(iw_cm|rdma_cm|rdma_ucm|siw|ib_core) " /proc/modules | sed 's/^/# modu
 args=(-c iw_cm)
 if [ -n "${IWCM_TESTS:-}" ]; then
 	args=()
-	for t in $IWCM_TESTS; do args+=(-t "iw_cm:$t"); done
+	for t in $IWCM_TESTS; do
+		# Tests outside the default collection (TEST_PROGS_EXTENDED)
+		# are installed too: list them so the runner accepts them.
+		if ! grep -qx "iw_cm:$t" "$base/kselftest-list.txt"; then
+			[ -x "$base/iw_cm/$t" ] || { echo "guest-tests: no test $t" >&2; exit 1; }
+			echo "iw_cm:$t" >> "$base/kselftest-list.txt"
+		fi
+		args+=(-t "iw_cm:$t")
+	done
 fi
 start=$(date +%s.%N)
 (cd "$base" && ./run_kselftest.sh "${args[@]}") 2>&1 | tee "$ktap"
