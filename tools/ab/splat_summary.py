@@ -53,7 +53,7 @@ def classify(block):
         if ("handler_mutex" in acq or "handler_mutex" in held) and "[rdma_cm]" in text:
             return True, "rdma_cm handler_mutex lockdep (%s, accepted)" % kind
         return False, "lockdep %s: %s / %s" % (kind, acq or "?", held or "?")
-    m = re.search(r"INFO: task ([^:]*):\d+ blocked for more than", head)
+    m = re.search(r"INFO: task (.*):\d+ blocked for more than", head)
     if m:
         return False, "hung task (%s)" % m.group(1)
     return False, re.sub(r"\s+", " ", head.strip())[:70]
