@@ -166,11 +166,15 @@ fi
 
 # ---------------------------------------------------------------- 7
 # suite IMPL: run the selftests in a VM and count the KTAP top-level results.
+# suite IMPL [NAME TESTS RUN.SH-OPTIONS...]: NAME/TESTS select a boot of
+# its own for the named (extended) selftests.
 suite() {
-	local impl=$1 log res ktap rc np nf ns
-	log=$IWCM_RESULTS_DIR/suite-$impl.out
-	say "== iw_cm selftests in the VM, IWCM_IMPL=$impl"
-	vm "suite-$impl" "$log" --timeout "$suite_timeout" -- "$top/tools/vm/guest-tests.sh" "$impl"
+	local impl=$1 name=${2:-suite-$1} tests=${3:-} log res ktap rc np nf ns
+	shift; shift; shift
+	log=$IWCM_RESULTS_DIR/$name.out
+	say "== iw_cm selftests in the VM, IWCM_IMPL=$impl${tests:+ ($tests)}"
+	vm "$name" "$log" --timeout "$suite_timeout" "$@" -- \
+		env IWCM_TESTS="$tests" "$top/tools/vm/guest-tests.sh" "$impl"
 	rc=$?
 	suites_run=$((suites_run + 1))
 	say "$(boot_info "$log")"
@@ -204,6 +208,12 @@ suite() {
 suite c
 if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 	suite rust
+	# Boots of their own: the KUnit suite and the nvme-rdma unplug; the
+	# sample ULP's in-handler removal (own queue first: the variant that
+	# deadlocks the C iw_cm), where only rdma_cm's handler_mutex lockdep
+	# report is accepted.
+	suite rust unplug-rust "kunit.sh nvme_unplug.sh"
+	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
 else
 	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm suite is skipped"
 	record skip "suite rust: drivers/infiniband/core/iw_cm/iw_cm.ko not built"
