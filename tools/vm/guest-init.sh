@@ -38,6 +38,10 @@ mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/etc-upper,workdir=/mnt/e
 hostname iwcm-vm
 ip link set lo up
 echo 1 > /proc/sys/kernel/sysrq
+# siw pins user QP/CQ memory against RLIMIT_MEMLOCK (ib_umem_get): with the
+# default 8 MiB, ucmatose -c 100 fails "unable to create CQ" (-ENOMEM) and
+# cmtime's "failure creating qp" lines come from the same limit.
+ulimit -l unlimited
 export IWCM_RESULTS=/mnt/results
 
 timeout=$(cat /mnt/results/guest-timeout 2>/dev/null || echo 600)
