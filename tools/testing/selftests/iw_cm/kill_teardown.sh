@@ -46,6 +46,7 @@ scenario() {
 		ok=0
 	fi
 	kill -9 "$killed" 2>/dev/null
+	iwcm_wait "$killed" 10 >/dev/null
 	iwcm_wait "$other" 30
 	rc=$?
 	if [ $rc -eq 124 ]; then

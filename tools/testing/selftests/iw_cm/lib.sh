@@ -273,7 +273,8 @@ iwcm_wait() {
 		fi
 		sleep 0.1
 	done
-	wait "$pid"
+	# (stderr: no "Killed" job notice in the KTAP)
+	wait "$pid" 2>/dev/null
 }
 
 # iwcm_wait_for SECONDS CMD...: poll CMD until it succeeds (every 0.1 s);

@@ -25,7 +25,9 @@
  *                   the K-th request (-k), destroys its listen id while the
  *                   client keeps connecting (-P ids in flight at once); the
  *                   client must see REJECTED, UNREACHABLE or CONNECT_ERROR for
- *                   every attempt, never ESTABLISHED and never silence.
+ *                   every attempt (or rdma_connect() itself failing with
+ *                   ECONNREFUSED: siw connects TCP synchronously), never
+ *                   ESTABLISHED and never silence.
  *
  * Usage:
  *   rdma_disc -s -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K] [-t MS]
@@ -301,7 +303,8 @@ static struct rdma_cm_id *start_connect(void *ctx)
 	return id;
 }
 
-static void connect_id(struct rdma_cm_id *id)
+/* 0, or the errno of a refused rdma_connect() when @refusal_ok. */
+static int connect_id(struct rdma_cm_id *id, int refusal_ok)
 {
 	struct rdma_conn_param param = {
 		.responder_resources = 1,
@@ -310,8 +313,15 @@ static void connect_id(struct rdma_cm_id *id)
 	};
 
 	create_qp(id);
-	if (rdma_connect(id, &param))
+	if (rdma_connect(id, &param)) {
+		/* siw makes the TCP connection inside rdma_connect(): with no
+		 * listener left it fails right there. */
+		if (refusal_ok && (errno == ECONNREFUSED || errno == ECONNRESET ||
+				   errno == ETIMEDOUT))
+			return errno;
 		fail("rdma_connect: %s", strerror(errno));
+	}
+	return 0;
 }
 
 /* Sequential connections for the modes both and after. */
@@ -330,7 +340,7 @@ static int client_disc(void)
 		if (rdma_resolve_route(id, 2000))
 			fail("rdma_resolve_route: %s", strerror(errno));
 		ack(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, what));
-		connect_id(id);
+		connect_id(id, 0);
 		ev = expect(id, RDMA_CM_EVENT_ESTABLISHED, what);
 		if (mode == M_BOTH) {
 			if (ev->param.conn.private_data_len < sizeof(deadline) ||
@@ -376,7 +386,7 @@ static int client_refused(void)
 {
 	struct attempt *at = calloc(parallel, sizeof(*at));
 	int started = 0, finished = 0, inflight = 0, i;
-	int rejected = 0, unreachable = 0, conn_err = 0;
+	int rejected = 0, unreachable = 0, conn_err = 0, refused_sync = 0;
 	struct rdma_cm_event *ev;
 	struct attempt *a;
 	enum rdma_cm_event_type e;
@@ -409,7 +419,13 @@ static int client_refused(void)
 			continue;
 		case RDMA_CM_EVENT_ROUTE_RESOLVED:
 			ack(ev);
-			connect_id(a->id);
+			if (!connect_id(a->id, mode == M_DESTROY_LISTEN))
+				continue;
+			refused_sync++;
+			destroy(a->id);
+			a->id = NULL;
+			inflight--;
+			finished++;
 			continue;
 		case RDMA_CM_EVENT_REJECTED:
 			rejected++;
@@ -435,8 +451,9 @@ static int client_refused(void)
 		finished++;
 	}
 	free(at);
-	note("OK: %d attempt(s): %d rejected, %d unreachable, %d connect error(s)",
-	     count, rejected, unreachable, conn_err);
+	note("OK: %d attempt(s): %d rejected, %d unreachable, %d connect error(s), "
+	     "%d refused by rdma_connect()", count, rejected, unreachable,
+	     conn_err, refused_sync);
 	return 0;
 }
 
