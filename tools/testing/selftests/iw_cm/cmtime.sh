@@ -23,17 +23,19 @@
 # they are never connected, and its table covers the rest.  The first
 # failure's errno (ENOENT) is not explained yet.  rdma_disc.c (disconnect.sh,
 # reject_listener.sh) uses fresh attributes per QP and never sees it.
-# So this test accepts QP-creation failures in cmtime's client as long as
-# fewer than half of the connections are lost to them (the count is
-# printed), and fails on any other error line, a CM error event, a client
-# that does not finish, or any error from the server.
+# ucmatose -c 100 fails CQ creation with ENOSPC in the same VM (ucmatose.sh),
+# so a verbs/siw resource failure behind both is likely.  So this test
+# reports a run whose only errors are QP-creation failures in cmtime's
+# client (fewer than half of the connections) as XFAIL, never as a pass,
+# and fails on any other error line, a CM error event, a client that does
+# not finish, or any error from the server.
 . "$(dirname "$0")/lib.sh"
 
 iwcm_init cmtime 3 cmtime
 iwcm_setup_or_bail
 
 cmtime_run() {
-	local n=$1 srv crc t0 ok=1 qpfail
+	local n=$1 srv crc t0 ok=1 qpfail=0
 	local slog=$IWCM_TMP/server-$n.log clog=$IWCM_TMP/client-$n.log
 	t0=$(__iwcm_now)
 	iwcm_spawn srv "$slog" cmtime -b "$IWCM_ADDR"
@@ -66,7 +68,9 @@ cmtime_run() {
 			ok=0
 		fi
 	fi
-	if [ $ok -eq 1 ]; then
+	if [ $ok -eq 1 ] && [ "$qpfail" -gt 0 ]; then
+		ktap_test_xfail "cmtime $n connections: $qpfail QP creations failed in cmtime's client (see cmtime.sh)"
+	elif [ $ok -eq 1 ]; then
 		ktap_test_pass "cmtime $n connections"
 	else
 		iwcm_show_log "$slog"
