@@ -67,7 +67,18 @@ def rdma_cm_handler_mutex_report(block):
             len(block) > 1 and LOCKDEP_ALLOWED.search(block[1])):
         return False
     text = "\n".join(block)
-    locks = set(re.findall(r"\(([^()]*?)\)\{[^}]*\}", text))
+    # The locks the report is about: the one being acquired, the one
+    # already held, and (circular) every link of the dependency chain.
+    # The "locks held by" list that follows names unrelated held locks.
+    about = []
+    for i, line in enumerate(block):
+        if re.search(r"is trying to acquire lock:|already holding lock:", line) and i + 1 < len(block):
+            about.append(block[i + 1])
+        elif re.match(r"\s*-> #\d+ \(", line):
+            about.append(line)
+    locks = set()
+    for line in about:
+        locks.update(re.findall(r"\(([^()]*?)\)\{[^}]*\}", line))
     if not locks or any("handler_mutex" not in l for l in locks):
         return False
     return "[rdma_cm]" in text
