@@ -25,7 +25,9 @@
 #   tools/ab/ab-unplug.sh [--impl c|rust|both] [--only OWN,ORDER,CONTEXT]...
 #
 # Environment: AB_DELETE_TIMEOUT (45 s), AB_GUEST_TIMEOUT (guest watchdog,
-# 150 s), AB_RESULTS_DIR.  About 1 minute per case on TCG: 16 cases.
+# 150 s), AB_RESULTS_DIR (default results/ab-<time>; an existing one is
+# resumed: cases with a result there are not run again).  About 1 minute
+# per case on TCG: 16 cases.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 2
@@ -107,12 +109,21 @@ for v in "${variants[@]}"; do
 		n=$((n + 1))
 		name=ab-$impl-$own-$order-$ctx
 		echo "ab: [$n/$total] iw_cm=$impl own_queue=$own order=$order context=$ctx"
-		IWCM_IMPL=$impl tools/vm/run.sh --name "$name" --timeout "$guest_timeout" \
-			--allow-rdma-cm-lockdep -- tools/ab/ab-guest.sh "$own" "$order" "$ctx" \
-			> "$abdir/$name.out" 2>&1
-		vmrc=$?
-		res=$(ls -d "$abdir/$name"-*/ 2>/dev/null | tail -n1)
-		res=${res%/}
+		# A case with a result in AB_RESULTS_DIR is reused (resume).
+		res=$(grep -lE "^result=(completed|deadlocked)$" "$abdir/$name"-*/ab-result.txt 2>/dev/null |
+			tail -n1)
+		vmrc=0
+		if [ -n "$res" ]; then
+			res=$(dirname "$res")
+			echo "ab:   (result of an earlier run: ${res#"$top"/})"
+		else
+			IWCM_IMPL=$impl tools/vm/run.sh --name "$name" --timeout "$guest_timeout" \
+				--allow-rdma-cm-lockdep -- tools/ab/ab-guest.sh "$own" "$order" "$ctx" \
+				> "$abdir/$name.out" 2>&1
+			vmrc=$?
+			res=$(ls -d "$abdir/$name"-*/ 2>/dev/null | tail -n1)
+			res=${res%/}
+		fi
 		r=$res/ab-result.txt
 		result=$(get "$r" result)
 		case "$result" in
