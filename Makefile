@@ -5,6 +5,7 @@
 #   make deps       install the build/test dependencies (Debian 12)
 #   make kernel     build the test kernel into the cache (FLAVOUR=kasan for KASAN)
 #   make            build the out-of-tree modules against the test kernel
+#                   (and the patched test siw, tools/testing/siw/)
 #   make check      the test command: everything, from nothing, ends "N passed, N failed"
 #   make demo       the main command: build, boot, load our iw_cm, run the scenarios
 #   make vm CMD=".."  run a command in the test VM
@@ -17,13 +18,18 @@ ENV := . $(TOP)/tools/kernel/env.sh
 KDIR ?= $(shell bash -c '$(ENV); echo $$KDIR')
 KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
 
-.PHONY: all modules deps kernel check demo vm hosttest clippy rustfmt rustfmtcheck install clean
+.PHONY: all modules siw deps kernel check demo vm hosttest clippy rustfmt rustfmtcheck install clean
 
 all: modules
 
-modules:
+modules: siw
 	@test -f $(KDIR)/Module.symvers || { echo "no test kernel at $(KDIR): run 'make kernel' first"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) modules
+
+# The test provider the VM tests load: the kernel's siw plus
+# tools/testing/siw/*.patch, built out of tree (never installed).
+siw:
+	$(TOP)/tools/testing/siw/build.sh
 
 clippy:
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver modules

@@ -14,7 +14,7 @@ stamp_ok() {
 	command -v clang-19 >/dev/null && command -v qemu-system-x86_64 >/dev/null &&
 	command -v rping >/dev/null && command -v ib_send_bw >/dev/null &&
 	command -v nvme >/dev/null && command -v fio >/dev/null &&
-	command -v pahole >/dev/null && command -v rdma >/dev/null &&
+	command -v pahole >/dev/null && command -v rdma >/dev/null && command -v patch >/dev/null &&
 	[ -f /usr/include/rdma/rdma_cma.h ] && [ -f /usr/include/infiniband/verbs.h ] &&
 	ls /usr/src/linux-source-${KVER_SERIES}.tar.* >/dev/null 2>&1 &&
 	bindgen_ok
@@ -56,7 +56,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	rustc-web rust-web-src rust-web-clippy libclang-19-dev clang-19 lld-19 llvm-19 \
 	flex bison bc libelf-dev libssl-dev cpio dwarves make gcc git xz-utils \
 	qemu-system-x86 rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest \
-	nvme-cli fio iproute2 kmod busybox-static python3 rsync \
+	nvme-cli fio iproute2 kmod busybox-static python3 rsync patch strace \
 	librdmacm-dev libibverbs-dev
 # Only the source package comes from the newer suite ("pkg/suite", not "-t",
 # which would upgrade libc and friends); its dependencies (binutils, xz-utils)

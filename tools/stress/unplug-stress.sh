@@ -99,9 +99,10 @@ nvme_ctrl() {
 
 # ---------------------------------------------------------------- set-up
 load_iw_cm || { log "cannot load iw_cm ($IWCM_IMPL)"; exit 1; }
-for m in rdma_cm rdma_ucm siw dummy nvme-rdma nvmet nvmet-rdma; do
+for m in rdma_cm rdma_ucm dummy nvme-rdma nvmet nvmet-rdma; do
 	modprobe "$m" || { log "modprobe $m failed"; exit 1; }
 done
+load_siw || { log "cannot load siw ($IWCM_SIW)"; exit 1; }
 modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || exit 1
 [ -n "$SAMPLE_KO" ] && [ "${IWCM_STRESS_SAMPLE:-0}" = 1 ] && log "sample ULP: $SAMPLE_KO"
 base_cmids=$(iwcm_cm_ids)

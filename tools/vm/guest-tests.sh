@@ -56,7 +56,7 @@ make -s -C "$src" KSELFTEST_DIR="$KSELFTEST_DIR" COLLECTION=iw_cm emit_tests \
 	>"$base/kselftest-list.txt" || exit 1
 
 # The iw_cm under test first, so that rdma_cm binds to it.
-if ! bash -c '. "$1/iw_cm/lib.sh" && load_iw_cm && modprobe rdma_cm && modprobe rdma_ucm && modprobe siw' \
+if ! bash -c '. "$1/iw_cm/lib.sh" && load_iw_cm && modprobe rdma_cm && modprobe rdma_ucm && load_siw' \
 		_ "$base"; then
 	echo "guest-tests: cannot load iw_cm ($impl) and rdma_cm/rdma_ucm/siw" >&2
 	exit 1

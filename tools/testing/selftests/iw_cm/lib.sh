@@ -47,6 +47,10 @@ IWCM_CMIDS=/sys/kernel/debug/iw_cm/cm_ids
 # matters once the tests are installed elsewhere.
 IWCM_TOP=${IWCM_TOP:-$(cd "$IWCM_LIB_DIR/../../../.." && pwd)}
 IWCM_RUST_KO=${IWCM_RUST_KO:-$IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm.ko}
+# The test provider: the kernel's siw with tools/testing/siw/*.patch
+# (tools/testing/siw/build.sh).  IWCM_SIW=stock uses the kernel's siw.ko.
+IWCM_SIW=${IWCM_SIW:-patched}
+IWCM_SIW_KO=${IWCM_SIW_KO:-$IWCM_TOP/tools/testing/siw/build/siw.ko}
 
 IWCM_PIDS=()
 IWCM_SETUP_DONE=0
@@ -179,6 +183,31 @@ load_iw_cm() {
 	[ "$(iwcm_loaded_impl)" = "$IWCM_IMPL" ]
 }
 
+# load_siw: load the siw selected by IWCM_SIW (idempotent; fails when the
+# other one is already loaded).  The patched siw is out of tree (taint O).
+load_siw() {
+	if [ -d /sys/module/siw ]; then
+		if [ "$IWCM_SIW" = stock ] || grep -q O /sys/module/siw/taint 2>/dev/null; then
+			return 0
+		fi
+		iwcm_log "the kernel's siw is loaded, IWCM_SIW=$IWCM_SIW"
+		return 1
+	fi
+	if [ "$IWCM_SIW" = stock ]; then
+		modprobe siw
+		return
+	fi
+	if [ ! -f "$IWCM_SIW_KO" ]; then
+		iwcm_log "no patched siw at $IWCM_SIW_KO (tools/testing/siw/build.sh)"
+		return 1
+	fi
+	local d
+	for d in $(modinfo -F depends "$IWCM_SIW_KO" 2>/dev/null | tr , ' ') ib_core; do
+		modprobe "$d" || return 1
+	done
+	insmod "$IWCM_SIW_KO"
+}
+
 # The Rust iw_cm's live cm_id count, or empty when the file is absent.
 iwcm_cm_ids() {
 	[ -r "$IWCM_CMIDS" ] && tr -d ' \n' < "$IWCM_CMIDS"
@@ -195,9 +224,10 @@ iwcm_link_up() {
 iwcm_setup() {
 	local i state
 	load_iw_cm || { iwcm_log "setup: cannot load iw_cm ($IWCM_IMPL)"; return 1; }
-	for m in rdma_cm rdma_ucm siw dummy; do
+	for m in rdma_cm rdma_ucm dummy; do
 		modprobe "$m" || { iwcm_log "setup: modprobe $m failed"; return 1; }
 	done
+	load_siw || { iwcm_log "setup: cannot load siw ($IWCM_SIW)"; return 1; }
 	ip link set lo up || return 1
 	if ! ip link show "$IWCM_NETDEV" >/dev/null 2>&1; then
 		ip link add "$IWCM_NETDEV" type dummy || return 1
