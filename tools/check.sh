@@ -208,14 +208,16 @@ suite() {
 }
 
 suite c
+# The in-tree ULP's unplug (nvmet-rdma + nvme-rdma, fio with verify, then
+# rdma link delete) with the C iw_cm too, for comparison: a boot of its own.
+suite c nvme-unplug-c "nvme_unplug.sh"
 if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 	suite rust
-	# Boots of their own: the module's KUnit suite; the sample ULP's
-	# in-handler removal (own queue first: the variant that deadlocks the
-	# C iw_cm), where only rdma_cm's handler_mutex lockdep report is
-	# accepted.  nvme_unplug.sh joins once it has run green in the VM
-	# (tools/demo.sh runs it).
-	suite rust kunit-rust "kunit.sh"
+	# Boots of their own: the module's KUnit suite and the nvme-rdma
+	# unplug; the sample ULP's in-handler removal (own queue first: the
+	# variant that deadlocks the C iw_cm), where only rdma_cm's
+	# handler_mutex lockdep report is accepted.
+	suite rust kunit-nvme-rust "kunit.sh nvme_unplug.sh"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
 else
 	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm suite is skipped"

@@ -16,7 +16,7 @@ NQN=iwcm-selftest-nqn
 CFG=/sys/kernel/config/nvmet
 DELETE_TIMEOUT=${IWCM_NVME_DELETE_TIMEOUT:-90}
 
-iwcm_init nvme_unplug 6
+iwcm_init nvme_unplug 7
 iwcm_require_cmd nvme fio rdma
 iwcm_setup_or_bail
 
@@ -96,6 +96,13 @@ if [ $ok -eq 1 ]; then
 	iwcm_wait "$fio_pid" 120
 	frc=$?
 	iwcm_log "fio exit status $frc"
+	# What fio saw: its error lines and totals, for the report.
+	grep -E "err=|io_u error|issued rwts|WRITE:" "$flog" | head -n 8 |
+		while IFS= read -r l; do iwcm_log "  fio: $l"; done
+	# fio must have written (and verified) data before the unplug, or the
+	# verify check below proves nothing.
+	wrote=$(sed -n 's/.*issued rwts: total=[0-9]*,\([0-9]*\),.*/\1/p' "$flog" | head -n1)
+	iwcm_check "fio wrote before the unplug (${wrote:-no} writes issued)" [ "${wrote:-0}" -gt 0 ]
 	if grep -qiE "verify: bad|bad magic|verify failed|crc32c: verify" "$flog"; then
 		iwcm_show_log "$flog"
 		ktap_test_fail "fio: no verify mismatch (I/O errors after the unplug only)"
@@ -103,6 +110,7 @@ if [ $ok -eq 1 ]; then
 		ktap_test_pass "fio: no verify mismatch (I/O errors after the unplug only)"
 	fi
 else
+	ktap_test_skip "fio: not run (no controller)"
 	ktap_test_skip "fio: not run (no controller)"
 fi
 
