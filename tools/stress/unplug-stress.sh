@@ -117,8 +117,16 @@ for cyc in $(seq 1 "$cycles"); do
 	fi
 	nvmet_up || cfail+=("nvmet")
 	ctrl=
+	# ctrl_loss_tmo: 0 (default) makes the host drop the controller on
+	# the first error instead of reconnecting.  A host that reconnects
+	# (IWCM_STRESS_CTRL_LOSS_TMO=3) can reach the target between
+	# nvmet_rdma_remove_one() (which walks the queue list once) and
+	# rdma_cm's removal of the listener: nvmet-rdma accepts a queue no one
+	# removes, ib_unregister_device() WARNs in ib_cq_pool_cleanup() and
+	# kmemleak reports the queue's CQ.  That race is nvmet-rdma's, on any
+	# iw_cm (README: known issues).
 	if nvme connect -t rdma -a "$IWCM_ADDR" -s 4420 -n "$NQN" -i "$ioq" \
-		--ctrl-loss-tmo=3 --reconnect-delay=1 >"$tmp/connect.log" 2>&1 &&
+		--ctrl-loss-tmo="${IWCM_STRESS_CTRL_LOSS_TMO:-0}" >"$tmp/connect.log" 2>&1 &&
 	   iwcm_wait_for 20 bash -c "ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1"; then
 		ctrl=$(nvme_ctrl)
 		iwcm_wait_for 10 test -b "/dev/${ctrl}n1"
@@ -136,7 +144,7 @@ for cyc in $(seq 1 "$cycles"); do
 	churn=()
 	rping -s -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-s.log" 2>&1 & churn+=($!)
 	sleep 0.3
-	rping -c -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
+	rping -c -v -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
 	ucmatose -c 10 -C 1000 >"$tmp/ucm-s.log" 2>&1 & churn+=($!)
 	( while :; do cmtime -c 20 >/dev/null 2>&1 || sleep 0.1; done ) &
 	churn+=($!)
