@@ -129,13 +129,14 @@ for cyc in $(seq 1 "$cycles"); do
 		--ctrl-loss-tmo="${IWCM_STRESS_CTRL_LOSS_TMO:-0}" >"$tmp/connect.log" 2>&1 &&
 	   iwcm_wait_for 20 bash -c "ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1"; then
 		ctrl=$(nvme_ctrl)
-		iwcm_wait_for 10 test -b "/dev/${ctrl}n1"
+		iwcm_wait_for 10 iwcm_nvme_bdev "$NQN" >/dev/null
+		bdev=$(iwcm_nvme_bdev "$NQN") || cfail+=("no namespace block device")
 	else
 		cfail+=("nvme connect")
 	fi
 	fio_pid=
-	if [ -n "$ctrl" ] && [ -b "/dev/${ctrl}n1" ]; then
-		fio --name=v --filename="/dev/${ctrl}n1" --ioengine=libaio --direct=1 \
+	if [ -n "$bdev" ]; then
+		fio --name=v --filename="/dev/$bdev" --ioengine=libaio --direct=1 \
 			--rw=randwrite --bs=4k --iodepth=8 --size=32M --verify=crc32c \
 			--verify_backlog=128 --time_based --runtime=30 >"$tmp/fio.log" 2>&1 &
 		fio_pid=$!

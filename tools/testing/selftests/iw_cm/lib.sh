@@ -208,6 +208,18 @@ load_siw() {
 	insmod "$IWCM_SIW_KO"
 }
 
+# iwcm_nvme_bdev NQN: the block device (nvmeXnY) of the first namespace of
+# subsystem NQN.  With native multipath its X is the subsystem's instance,
+# not the controller's, so "/dev/${ctrl}n1" is only right by chance.
+iwcm_nvme_bdev() {
+	local b
+	for b in /sys/block/nvme*n*; do
+		[ -b "/dev/${b##*/}" ] || continue
+		grep -qx "$1" "$b/device/subsysnqn" 2>/dev/null && { echo "${b##*/}"; return 0; }
+	done
+	return 1
+}
+
 # The Rust iw_cm's live cm_id count, or empty when the file is absent.
 iwcm_cm_ids() {
 	[ -r "$IWCM_CMIDS" ] && tr -d ' \n' < "$IWCM_CMIDS"
