@@ -116,7 +116,10 @@ for cyc in $(seq 1 "$cycles"); do
 		cfail+=("siw setup")
 	fi
 	nvmet_up || cfail+=("nvmet")
-	ctrl=
+	ctrl= bdev=
+	# A node of a vanished namespace must not stay behind as a regular
+	# file (devtmpfs could not create the block device node again).
+	for f in /dev/nvme*n*; do [ -f "$f" ] && { rm -f "$f"; cfail+=("regular file $f in /dev"); }; done
 	# ctrl_loss_tmo: 0 (default) makes the host drop the controller on
 	# the first error instead of reconnecting.  A host that reconnects
 	# (IWCM_STRESS_CTRL_LOSS_TMO=3) can reach the target between
@@ -129,8 +132,14 @@ for cyc in $(seq 1 "$cycles"); do
 		--ctrl-loss-tmo="${IWCM_STRESS_CTRL_LOSS_TMO:-0}" >"$tmp/connect.log" 2>&1 &&
 	   iwcm_wait_for 20 bash -c "ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1"; then
 		ctrl=$(nvme_ctrl)
-		iwcm_wait_for 10 iwcm_nvme_bdev "$NQN" >/dev/null
-		bdev=$(iwcm_nvme_bdev "$NQN") || cfail+=("no namespace block device")
+		t_ns=$(now)
+		iwcm_wait_for 30 iwcm_nvme_bdev "$NQN" >/dev/null
+		log "  namespace after $(since "$t_ns") s"
+		if ! bdev=$(iwcm_nvme_bdev "$NQN"); then
+			cfail+=("no namespace block device")
+			log "  controllers: $(cat /sys/class/nvme/*/state 2>/dev/null | tr '\n' ' ')block: $(ls /sys/block | tr '\n' ' ')"
+			for b in /sys/block/nvme*; do log "  $b: $(readlink -f "$b/device") $(cat "$b/device/subsysnqn" 2>&1)"; done
+		fi
 	else
 		cfail+=("nvme connect")
 	fi
@@ -138,7 +147,8 @@ for cyc in $(seq 1 "$cycles"); do
 	if [ -n "$bdev" ]; then
 		fio --name=v --filename="/dev/$bdev" --ioengine=libaio --direct=1 \
 			--rw=randwrite --bs=4k --iodepth=8 --size=32M --verify=crc32c \
-			--verify_backlog=128 --time_based --runtime=30 >"$tmp/fio.log" 2>&1 &
+			--verify_backlog=128 --time_based --runtime=30 \
+			--allow_file_create=0 >"$tmp/fio.log" 2>&1 &
 		fio_pid=$!
 	fi
 	# Connection churn from user space while the link goes away.

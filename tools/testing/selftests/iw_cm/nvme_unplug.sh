@@ -17,7 +17,7 @@ NQN=iwcm-selftest-nqn
 CFG=/sys/kernel/config/nvmet
 DELETE_TIMEOUT=${IWCM_NVME_DELETE_TIMEOUT:-90}
 
-iwcm_init nvme_unplug 7
+iwcm_init nvme_unplug 8
 iwcm_require_cmd nvme fio rdma
 iwcm_setup_or_bail
 
@@ -84,7 +84,8 @@ if [ $ok -eq 1 ]; then
 	iwcm_spawn fio_pid "$flog" fio --name=verify --filename="/dev/$bdev" \
 		--ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=16 \
 		--numjobs=1 --size=64M --verify=crc32c --verify_backlog=256 --verify_fatal=1 \
-		--time_based --runtime=60 --output-format=normal
+		--time_based --runtime=60 --output-format=normal \
+		--allow_file_create=0
 	sleep 3
 	t0=$(__iwcm_now)
 	timeout "$DELETE_TIMEOUT" rdma link delete "$IWCM_RDEV"
@@ -105,6 +106,13 @@ if [ $ok -eq 1 ]; then
 	# verify check below proves nothing.
 	wrote=$(sed -n 's/.*issued rwts: total=[0-9]*,\([0-9]*\),.*/\1/p' "$flog" | head -n1)
 	iwcm_check "fio wrote before the unplug (${wrote:-no} writes issued)" [ "${wrote:-0}" -gt 0 ]
+	# Once the namespace is gone fio must fail its I/O, not go on writing
+	# a regular file it created at the vanished /dev node.
+	fio_failed_io=0
+	[ "$frc" -ne 0 ] && [ ! -f "/dev/$bdev" ] && fio_failed_io=1
+	iwcm_check "fio ended with its I/O failing after the unplug (exit $frc), no file left at /dev/$bdev" \
+		[ $fio_failed_io -eq 1 ]
+	[ -f "/dev/$bdev" ] && rm -f "/dev/$bdev"
 	if grep -qiE "verify: bad|bad magic|verify failed|crc32c: verify" "$flog"; then
 		iwcm_show_log "$flog"
 		ktap_test_fail "fio: no verify mismatch (I/O errors after the unplug only)"
@@ -112,6 +120,7 @@ if [ $ok -eq 1 ]; then
 		ktap_test_pass "fio: no verify mismatch (I/O errors after the unplug only)"
 	fi
 else
+	ktap_test_skip "fio: not run (no controller)"
 	ktap_test_skip "fio: not run (no controller)"
 	ktap_test_skip "fio: not run (no controller)"
 fi
