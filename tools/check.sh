@@ -219,6 +219,23 @@ if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 	# handler_mutex lockdep report is accepted.
 	suite rust kunit-nvme-rust "kunit.sh nvme_unplug.sh"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
+
+	# siw hot-unplug stress (tools/stress): nvmet-rdma + nvme-rdma with
+	# fio verify, rping/ucmatose/cmtime churn, rdma link delete mid-I/O;
+	# per-cycle gates (splats, cm_id count, rdma_cm ids, kmemleak every
+	# 10 cycles) plus the VM's own splat gate.  A boot of its own.
+	ncyc=${IWCM_CHECK_STRESS_CYCLES:-20}
+	say "== siw hot-unplug stress, $ncyc cycles, IWCM_IMPL=rust"
+	log=$IWCM_RESULTS_DIR/stress-rust.out
+	t=$(date +%s.%N)
+	IWCM_IMPL=rust "$top/tools/stress/run-stress.sh" -c "$ncyc" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	sum=$(sed -n 's/^  \(cycles failed\|slowest delete\|leaks\|splats\|verify mismatches\): *//p' "$log" | tr '\n' ',' | sed 's/,$//')
+	if [ "$rc" -eq 0 ] && grep -q "^  cycles failed:  0$" "$log"; then
+		record pass "stress rust: $ncyc unplug cycles, all gates green ($(secs_since "$t") s; failed/slowest/leaks/splats/mismatches: $sum)"
+	else
+		record fail "stress rust: $ncyc unplug cycles (exit $rc; $sum)"
+	fi
 else
 	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm suite is skipped"
 	record skip "suite rust: drivers/infiniband/core/iw_cm/iw_cm.ko not built"

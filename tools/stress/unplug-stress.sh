@@ -187,7 +187,7 @@ for cyc in $(seq 1 "$cycles"); do
 
 	# Clients: fio must end (errors after the unplug are expected), no
 	# verify mismatch.
-	ferr=
+	ferr= fwrote=
 	if [ -n "$fio_pid" ]; then
 		iwcm_wait "$fio_pid" 90 || true
 		iwcm_exited "$fio_pid" || { kill -9 "$fio_pid"; cfail+=("fio did not end"); }
@@ -195,6 +195,13 @@ for cyc in $(seq 1 "$cycles"); do
 			mismatches=$((mismatches + 1)); cfail+=("fio verify mismatch")
 		fi
 		ferr=$(grep -oE "err= *[0-9]+" "$tmp/fio.log" | head -n1)
+		fwrote=$(sed -n 's/.*issued rwts: total=[0-9]*,\([0-9]*\),.*/\1/p' "$tmp/fio.log" | head -n1)
+		if [ "${fwrote:-0}" -eq 0 ]; then
+			cfail+=("fio issued no writes")
+			tail -n 15 "$tmp/fio.log" | sed 's/^/stress:   fio: /'
+		fi
+	elif [ -n "$bdev" ]; then
+		cfail+=("fio not started")
 	fi
 	nvme disconnect -n "$NQN" >/dev/null 2>&1
 	iwcm_wait_for 20 bash -c "! ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1" || cfail+=("nvme controller left")
@@ -225,7 +232,7 @@ for cyc in $(seq 1 "$cycles"); do
 	fi
 	rp=$(grep -c "ping data" "$tmp/rping-c.log" 2>/dev/null)
 	if [ ${#cfail[@]} -eq 0 ]; then
-		log "cycle $cyc ok: delete ${dsecs}s fio ${ferr:-n/a} rping-client ${rp:-0} pings"
+		log "cycle $cyc ok: delete ${dsecs}s fio ${fwrote:-0} writes ${ferr:-no err= line} rping-client ${rp:-0} pings"
 	else
 		failed=$((failed + 1))
 		fails+=("cycle $cyc: ${cfail[*]}")
