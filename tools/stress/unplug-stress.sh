@@ -144,6 +144,12 @@ for cyc in $(seq 1 "$cycles"); do
 		cfail+=("nvme connect")
 	fi
 	fio_pid=
+	# The namespace must have a size before fio opens it (native
+	# multipath may still be setting the head up right after connect).
+	if [ -n "$bdev" ] && ! iwcm_wait_for 10 bash -c "[ -b /dev/$bdev ] && [ \"\$(cat /sys/block/$bdev/size)\" -gt 0 ]"; then
+		cfail+=("namespace $bdev has no size")
+		bdev=
+	fi
 	if [ -n "$bdev" ]; then
 		fio --name=v --filename="/dev/$bdev" --ioengine=libaio --direct=1 \
 			--rw=randwrite --bs=4k --iodepth=8 --size=32M --verify=crc32c \
@@ -167,6 +173,13 @@ for cyc in $(seq 1 "$cycles"); do
 	sample_loaded=0
 	if [ -n "$SAMPLE_KO" ] && [ "${IWCM_STRESS_SAMPLE:-0}" = 1 ]; then
 		insmod "$SAMPLE_KO" role=target addr="$IWCM_ADDR" 2>/dev/null && sample_loaded=1
+	fi
+	# Mid-I/O: the random delay starts once fio's writes reach the device
+	# (field 7 of the block stat, sectors written, of the multipath head
+	# or its path device).
+	if [ -n "$fio_pid" ] &&
+	   ! iwcm_wait_for 15 bash -c "[ \"\$(cat /sys/block/nvme*n*/stat 2>/dev/null | awk '{ s += \$7 } END { print s + 0 }')\" -gt 0 ]"; then
+		log "  fio wrote nothing to $bdev within 15 s"
 	fi
 	sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 1 + (r % 300) / 100 }')"
 
