@@ -47,6 +47,10 @@ mod tests {
     static NEVENTS: AtomicUsize = AtomicUsize::new(0);
     /// Last child cm_id delivered with a CONNECT_REQUEST.
     static CHILD: AtomicPtr<bindings::iw_cm_id> = AtomicPtr::new(ptr::null_mut());
+    /// Every child cm_id delivered with a CONNECT_REQUEST since `reset`.
+    static CHILDREN: [AtomicPtr<bindings::iw_cm_id>; 4] =
+        [const { AtomicPtr::new(ptr::null_mut()) }; 4];
+    static NCHILDREN: AtomicUsize = AtomicUsize::new(0);
     /// ULP behaviour switches.
     static MODE: AtomicU32 = AtomicU32::new(0);
     const MODE_DESTROY_CHILD_IN_REQ: u32 = 1;
@@ -69,6 +73,10 @@ mod tests {
         BLOCKED.store(false, SeqCst);
         RELEASE.store(false, SeqCst);
         CHILD.store(ptr::null_mut(), SeqCst);
+        for c in &CHILDREN {
+            c.store(ptr::null_mut(), SeqCst);
+        }
+        NCHILDREN.store(0, SeqCst);
     }
 
     /// Fake provider op.
@@ -266,6 +274,10 @@ mod tests {
         let mode = MODE.load(SeqCst);
         if kind == EV_REQ {
             CHILD.store(id, SeqCst);
+            let c = NCHILDREN.fetch_add(1, SeqCst);
+            if c < CHILDREN.len() {
+                CHILDREN[c].store(id, SeqCst);
+            }
             if mode == MODE_DESTROY_CHILD_IN_REQ {
                 // SAFETY: the child is ours (delivered with the request).
                 unsafe { crate::iw_destroy_cm_id(id) };
@@ -613,6 +625,256 @@ mod tests {
         provider_release(id);
         assert!(wait_live(base));
         assert_eq!(NEVENTS.load(SeqCst), 2);
+        Ok(())
+    }
+
+    // ---- bad provider input: every event type in every state -------------
+
+    /// Where the cm_id is when the provider's event arrives.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum At {
+        Idle,
+        ConnSent,
+        Established,
+        Closing,
+        Closed,
+        Listen,
+        ConnRecv,
+        Accepting,
+        PassiveEstablished,
+        Destroyed,
+    }
+
+    const ALL_AT: [At; 10] = [
+        At::Idle,
+        At::ConnSent,
+        At::Established,
+        At::Closing,
+        At::Closed,
+        At::Listen,
+        At::ConnRecv,
+        At::Accepting,
+        At::PassiveEstablished,
+        At::Destroyed,
+    ];
+
+    /// A provider event: type and status; 99 is no event type at all.
+    const INPUTS: [(u32, i32); 7] = [
+        (EV_REQ, 0),
+        (EV_REPLY, 0),
+        (EV_REPLY, -(kernel::bindings::ECONNREFUSED as i32)),
+        (EV_EST, 0),
+        (EV_DISC, 0),
+        (EV_CLOSE, 0),
+        (99, 0),
+    ];
+
+    /// Events a correct provider may send in `at` (siw_cm.c, cxgb4 cm.c):
+    /// these must never count as provider faults.  Events after destroy are
+    /// dropped silently (iwcm.c's IWCM_F_DROP_EVENTS).
+    fn legal(at: At, ev: u32, status: i32) -> bool {
+        match at {
+            At::ConnSent => ev == EV_REPLY,
+            At::Established | At::Closing | At::PassiveEstablished => {
+                ev == EV_DISC || ev == EV_CLOSE
+            }
+            At::Listen => ev == EV_REQ && status == 0,
+            At::Accepting => ev == EV_EST,
+            At::Destroyed => true,
+            At::Idle | At::Closed | At::ConnRecv => false,
+        }
+    }
+
+    /// The order in which the ULP may hear events on the fed cm_id after
+    /// `at` was reached; each at most once.  A listener hears only
+    /// CONNECT_REQUESTs (on new children), any number.
+    fn may_follow(at: At) -> &'static [u32] {
+        match at {
+            At::ConnSent => &[EV_REPLY, EV_DISC, EV_CLOSE],
+            At::Established | At::Closing | At::PassiveEstablished => &[EV_DISC, EV_CLOSE],
+            At::Accepting => &[EV_EST, EV_DISC, EV_CLOSE],
+            At::Idle | At::Closed | At::ConnRecv | At::Destroyed | At::Listen => &[],
+        }
+    }
+
+    /// ULP-owned cm_ids, the provider's references, and the cm_id to feed.
+    struct Scene {
+        feed: *mut bindings::iw_cm_id,
+        own: KVec<*mut bindings::iw_cm_id>,
+        prov: KVec<*mut bindings::iw_cm_id>,
+    }
+
+    fn accept(child: *mut bindings::iw_cm_id) -> i32 {
+        let mut p = bindings::iw_cm_conn_param {
+            qpn: FAKE_QPN,
+            ..Default::default()
+        };
+        // SAFETY: the child is the test's since its CONNECT_REQUEST.
+        unsafe { crate::iw_cm_accept(child, &mut p) }
+    }
+
+    /// Brings a fresh cm_id to `at` with legal input only.
+    fn reach(dev: &mut FakeDev, at: At) -> Result<Scene> {
+        let mut sc = Scene {
+            feed: ptr::null_mut(),
+            own: KVec::new(),
+            prov: KVec::new(),
+        };
+        let passive = matches!(
+            at,
+            At::Listen | At::ConnRecv | At::Accepting | At::PassiveEstablished
+        );
+        let id = create(dev, 20);
+        sc.own.push(id, GFP_KERNEL)?;
+        sc.feed = id;
+        if passive {
+            // SAFETY: `id` is live and owned by the test.
+            assert_eq!(unsafe { crate::iw_cm_listen(id, 4) }, 0);
+            if at == At::Listen {
+                return Ok(sc);
+            }
+            assert_eq!(upcall(id, EV_REQ, 0), 0);
+            assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+            let child = CHILD.load(SeqCst);
+            sc.feed = child;
+            if at == At::ConnRecv {
+                return Ok(sc);
+            }
+            assert_eq!(accept(child), 0);
+            sc.prov.push(child, GFP_KERNEL)?;
+            if at == At::PassiveEstablished {
+                assert_eq!(upcall(child, EV_EST, 0), 0);
+                assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+            }
+            return Ok(sc);
+        }
+        if at == At::Idle {
+            return Ok(sc);
+        }
+        assert_eq!(connect(id), 0);
+        sc.prov.push(id, GFP_KERNEL)?;
+        match at {
+            At::Destroyed => {
+                // SAFETY: the test owns `id`; the provider keeps its ref.
+                unsafe { crate::iw_destroy_cm_id(id) };
+                sc.own.clear();
+            }
+            At::Established | At::Closing | At::Closed => {
+                assert_eq!(upcall(id, EV_REPLY, 0), 0);
+                assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+                if at == At::Closing {
+                    // SAFETY: `id` is live and owned by the test.
+                    assert_eq!(unsafe { crate::iw_cm_disconnect(id, 0) }, 0);
+                }
+                if at == At::Closed {
+                    assert_eq!(upcall(id, EV_CLOSE, 0), 0);
+                    assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+                }
+            }
+            _ => {}
+        }
+        Ok(sc)
+    }
+
+    /// Destroys every cm_id of the scene (listeners before the children
+    /// they delivered), then drops the provider's references.  After
+    /// iw_destroy_cm_id returns no callback runs for that id, so the event
+    /// log is final afterwards.
+    fn teardown(sc: Scene) {
+        for &id in sc.own.iter() {
+            // SAFETY: the test owns these ids.
+            unsafe { crate::iw_destroy_cm_id(id) };
+        }
+        let n = NCHILDREN.load(SeqCst).min(CHILDREN.len());
+        for c in CHILDREN.iter().take(n) {
+            let child = c.load(SeqCst);
+            if !child.is_null() {
+                // SAFETY: delivered children are the test's.
+                unsafe { crate::iw_destroy_cm_id(child) };
+            }
+        }
+        for &id in sc.prov.iter() {
+            provider_release(id);
+        }
+    }
+
+    #[test]
+    fn bad_provider_input_matrix() -> Result {
+        let base = LIVE.load(SeqCst);
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        let faults_before = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let mut bad = 0;
+        let mut scenarios = 0;
+        let mut illegal_fed = 0;
+        for at in ALL_AT {
+            for (ev, status) in INPUTS {
+                for dup in [false, true] {
+                    reset();
+                    let mut dev = FakeDev::new()?;
+                    let sc = reach(&mut dev, at)?;
+                    let first = NEVENTS.load(SeqCst);
+                    let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+                    let feed = sc.feed;
+                    let times = if dup { 2 } else { 1 };
+                    for _ in 0..times {
+                        // Any return is fine (-ENOMEM when the event slots
+                        // are full); what matters is what happens next.
+                        let _ = upcall(feed, ev, status);
+                    }
+                    teardown(sc);
+                    let faulted = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults;
+                    scenarios += 1;
+                    if !legal(at, ev, status) {
+                        illegal_fed += 1;
+                    }
+                    let mut ok = wait_live(base);
+                    ok &= QP_REFS.load(SeqCst) == 0;
+                    // A legal event, once, is never a provider fault.
+                    ok &= dup || !legal(at, ev, status) || faulted == 0;
+                    // What the ULP heard after `at` was reached.
+                    let order = may_follow(at);
+                    let mut pos = 0;
+                    for i in first..NEVENTS.load(SeqCst).min(EVENTS.len()) {
+                        let (_, kind, _) = event(i);
+                        if at == At::Listen && kind == EV_REQ {
+                            continue;
+                        }
+                        match order[pos..].iter().position(|&k| k == kind) {
+                            Some(p) => pos += p + 1,
+                            None => ok = false,
+                        }
+                    }
+                    if !ok {
+                        bad += 1;
+                        pr_err!(
+                            "bad provider input: {:?} + event {} status {} x{}: live {} (base {}), qp refs {}, faults {}, {} event(s) to the ULP\n",
+                            at,
+                            ev,
+                            status,
+                            times,
+                            LIVE.load(SeqCst),
+                            base,
+                            QP_REFS.load(SeqCst),
+                            faulted,
+                            NEVENTS.load(SeqCst) - first
+                        );
+                    }
+                }
+            }
+        }
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults_before;
+        pr_info!(
+            "bad provider input: {} scenarios ({} with an illegal event), {} provider faults counted, {} bad\n",
+            scenarios,
+            illegal_fed,
+            faults,
+            bad
+        );
+        assert_eq!(bad, 0);
+        // The illegal events were seen as provider faults (not silently
+        // taken as legal ones).
+        assert!(faults >= illegal_fed);
         Ok(())
     }
 
