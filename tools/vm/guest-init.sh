@@ -10,11 +10,15 @@ export HOME=/tmp TERM=dumb LANG=C.UTF-8
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+# The host's /tmp stays reachable (a repository cloned there) before the
+# guest gets a /tmp of its own.
+mount -t tmpfs tmpfs /mnt
+mkdir -p /mnt/host-tmp
+mount --bind /tmp /mnt/host-tmp
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /var/tmp
 mount -t tmpfs tmpfs /var/log
-mount -t tmpfs tmpfs /mnt
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
@@ -38,11 +42,25 @@ mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/etc-upper,workdir=/mnt/e
 hostname iwcm-vm
 ip link set lo up
 echo 1 > /proc/sys/kernel/sysrq
-# siw pins user QP/CQ memory against RLIMIT_MEMLOCK (ib_umem_get): with the
-# default 8 MiB, ucmatose -c 100 fails "unable to create CQ" (-ENOMEM) and
-# cmtime's "failure creating qp" lines come from the same limit.
+# Memory registration (ib_umem_get) pins user memory against
+# RLIMIT_MEMLOCK; a test machine runs RDMA tools without that limit.  (The
+# ucmatose/cmtime creation failures once blamed on it were siw's mmap key
+# bug: tools/testing/siw/.)
 ulimit -l unlimited
 export IWCM_RESULTS=/mnt/results
+
+# The command's working directory and repository, when they live in the
+# host's /tmp: the same paths in the guest, bound from the host.
+for p in "$(cat /mnt/results/cwd 2>/dev/null)" \
+	 "$(sed -n 's/^export IWCM_TOP=//p' /mnt/results/cmd.sh 2>/dev/null)"; do
+	case "$p" in
+	/tmp/?*)
+		d=${p#/tmp/}; d=/tmp/${d%%/*}
+		if [ -d "/mnt/host-tmp/${d#/tmp/}" ] && ! mountpoint -q "$d"; then
+			mkdir -p "$d" && mount --bind "/mnt/host-tmp/${d#/tmp/}" "$d"
+		fi ;;
+	esac
+done
 
 timeout=$(cat /mnt/results/guest-timeout 2>/dev/null || echo 600)
 (

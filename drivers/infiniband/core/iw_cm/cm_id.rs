@@ -187,6 +187,11 @@ struct Inner {
     delivering: usize,
     /// The ULP still owns its reference (not yet destroyed).
     ulp_owned: bool,
+    /// Provider events queued, and taken off the queue and fully handled
+    /// (delivered, dropped or counted as a fault); equal when this cm_id
+    /// has nothing in flight.
+    queued: usize,
+    handled: usize,
 }
 
 /// An iWARP cm_id.  The C-visible `struct iw_cm_id` is embedded at a stable
@@ -267,6 +272,8 @@ impl CmId {
                     events: EventRing::new(),
                     delivering: 0,
                     ulp_owned: true,
+                    queued: 0,
+                    handled: 0,
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
@@ -308,6 +315,21 @@ impl CmId {
         // SAFETY: by the type invariant `raw` is inside an `Arc<CmId>`
         // allocation, which the caller keeps alive for `'a`.
         unsafe { ArcBorrow::from_raw(Self::container_of(raw)) }
+    }
+
+    /// Whether every provider event queued on the cm_id behind `raw` has
+    /// been handled (delivered, dropped or counted as a fault).  For the
+    /// KUnit tests, which have no other way to wait for the work item.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live cm_id of this module.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) unsafe fn settled(raw: *mut bindings::iw_cm_id) -> bool {
+        // SAFETY: guaranteed by the caller.
+        let this = unsafe { Self::borrow(raw) };
+        let g = this.inner.lock();
+        g.queued == g.handled && g.delivering == 0
     }
 
     /// Takes back one reference that was handed out with `Arc::into_raw`.
@@ -724,11 +746,15 @@ impl CmId {
             let Some(input) = ev.input() else {
                 drop(g);
                 provider_fault!("iw_cm: unknown provider event {}\n", ev.raw.event);
+                self.inner.lock().handled += 1;
                 continue;
             };
             let (next, actions) = match state::step(g.state, input) {
                 Outcome::Go { next, actions } => (next, actions),
-                Outcome::Drop => continue,
+                Outcome::Drop => {
+                    g.handled += 1;
+                    continue;
+                }
                 Outcome::ProviderFault { next, actions } => {
                     let from = g.state;
                     g.state = next;
@@ -747,9 +773,13 @@ impl CmId {
                         input,
                         from
                     );
+                    self.inner.lock().handled += 1;
                     continue;
                 }
-                Outcome::Invalid | Outcome::Wait => continue,
+                Outcome::Invalid | Outcome::Wait => {
+                    g.handled += 1;
+                    continue;
+                }
             };
             g.state = next;
             g.delivering = me;
@@ -790,6 +820,7 @@ impl CmId {
             {
                 let mut g = self.inner.lock();
                 g.delivering = 0;
+                g.handled += 1;
             }
             self.waiters.notify_all();
         }
@@ -953,12 +984,25 @@ unsafe extern "C" fn cm_event_handler(
         }
     }
     let mut ev = Some(Event { raw: *src, pdata });
-    let queued = {
+    let (queued, no_slots) = {
         let mut g = this.inner.lock();
         // After destroy, events are dropped as iwcm.c's IWCM_F_DROP_EVENTS
         // does; `ev` is freed after the unlock either way.
-        g.state == State::Destroying || g.events.push(&mut ev)
+        if g.state == State::Destroying {
+            (true, false)
+        } else if g.events.push(&mut ev) {
+            g.queued += 1;
+            (true, false)
+        } else {
+            (false, g.events.slots.is_empty())
+        }
     };
+    if no_slots {
+        // Slots are reserved by listen, connect and accept: a cm_id
+        // without any never gave the provider a reason to call it.
+        provider_fault!("iw_cm: provider event {} on a cm_id that is not connecting, accepting or listening\n", src.event);
+        return EINVAL.to_errno();
+    }
     if !queued {
         return ENOMEM.to_errno();
     }

@@ -821,13 +821,18 @@ mod tests {
                         // are full); what matters is what happens next.
                         let _ = upcall(feed, ev, status);
                     }
+                    // Let the work item handle what was queued before the
+                    // teardown (destroy drops pending events).
+                    // SAFETY: `feed` is live: the test or the provider
+                    // holds it until `teardown`.
+                    let settled = wait_until(|| unsafe { crate::cm_id::CmId::settled(feed) });
                     teardown(sc);
                     let faulted = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults;
                     scenarios += 1;
                     if !legal(at, ev, status) {
                         illegal_fed += 1;
                     }
-                    let mut ok = wait_live(base);
+                    let mut ok = settled && wait_live(base);
                     ok &= QP_REFS.load(SeqCst) == 0;
                     // A legal event, once, is never a provider fault.
                     ok &= dup || !legal(at, ev, status) || faulted == 0;
