@@ -230,8 +230,9 @@ if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 	t=$(date +%s.%N)
 	IWCM_IMPL=rust "$top/tools/stress/run-stress.sh" -c "$ncyc" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
-	sum=$(sed -n 's/^  \(cycles failed\|slowest delete\|leaks\|splats\|verify mismatches\): *//p' "$log" | tr '\n' ',' | sed 's/,$//')
-	if [ "$rc" -eq 0 ] && grep -q "^  cycles failed:  0$" "$log"; then
+	# The guest's lines come through the serial console with CRLF endings.
+	sum=$(tr -d '\r' < "$log" | sed -n 's/^  \(cycles failed\|slowest delete\|leaks\|splats\|verify mismatches\): *//p' | tr '\n' ',' | sed 's/,$//')
+	if [ "$rc" -eq 0 ] && tr -d '\r' < "$log" | grep -qE "^  cycles failed: +0$"; then
 		record pass "stress rust: $ncyc unplug cycles, all gates green ($(secs_since "$t") s; failed/slowest/leaks/splats/mismatches: $sum)"
 	else
 		record fail "stress rust: $ncyc unplug cycles (exit $rc; $sum)"

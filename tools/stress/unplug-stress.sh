@@ -162,13 +162,14 @@ for cyc in $(seq 1 "$cycles"); do
 	rping -s -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-s.log" 2>&1 & churn+=($!)
 	sleep 0.3
 	rping -c -v -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
+	# ucmatose and cmtime default to the same port: cmtime gets 7472.
 	ucmatose -c 10 -C 1000 >"$tmp/ucm-s.log" 2>&1 & churn+=($!)
-	( while :; do cmtime -c 20 >/dev/null 2>&1 || sleep 0.1; done ) &
+	( while :; do cmtime -p 7472 -c 20 >/dev/null 2>&1 || sleep 0.1; done ) &
 	churn+=($!)
 	sleep 0.2
 	( while :; do ucmatose -s "$IWCM_ADDR" -c 10 -C 10 >/dev/null 2>&1 || sleep 0.1; done ) &
 	churn+=($!)
-	( while :; do cmtime -s "$IWCM_ADDR" -c 20 >/dev/null 2>&1 || sleep 0.1; done ) &
+	( while :; do cmtime -s "$IWCM_ADDR" -p 7472 -c 20 >/dev/null 2>&1 || sleep 0.1; done ) &
 	churn+=($!)
 	sample_loaded=0
 	if [ -n "$SAMPLE_KO" ] && [ "${IWCM_STRESS_SAMPLE:-0}" = 1 ]; then
@@ -213,8 +214,6 @@ for cyc in $(seq 1 "$cycles"); do
 			cfail+=("fio issued no writes")
 			tail -n 15 "$tmp/fio.log" | sed 's/^/stress:   fio: /'
 		fi
-	elif [ -n "$bdev" ]; then
-		cfail+=("fio not started")
 	fi
 	nvme disconnect -n "$NQN" >/dev/null 2>&1
 	iwcm_wait_for 20 bash -c "! ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1" || cfail+=("nvme controller left")
@@ -256,6 +255,7 @@ done
 
 # ---------------------------------------------------------------- the end
 end_fail=()
+for f in /dev/nvme*n*; do [ -f "$f" ] && { rm -f "$f"; end_fail+=("regular file $f in /dev"); }; done
 modprobe -r nvme-rdma nvmet-rdma nvmet null_blk 2>/dev/null
 if ! rmmod rdma_ucm rdma_cm iw_cm 2>"$tmp/rmmod.log"; then
 	end_fail+=("rmmod rdma_ucm rdma_cm iw_cm: $(cat "$tmp/rmmod.log")")

@@ -594,6 +594,8 @@ impl CmId {
                 Outcome::Go { next, actions } => {
                     g.state = next;
                     let qp = g.qp.take();
+                    // Dropped unprocessed, as iwcm.c's DROP_EVENTS: handled.
+                    g.handled += g.events.len;
                     (actions, qp, g.events.take_all())
                 }
                 // Already destroyed (a handler returned non-zero first).

@@ -344,13 +344,24 @@ mod tests {
         unsafe { ((*id).rem_ref.unwrap())(id) };
     }
 
-    fn create(dev: &mut FakeDev, tag: usize) -> *mut bindings::iw_cm_id {
+    /// A helper's check: outside a `#[test]` body `assert!` is core's
+    /// (a kernel panic), so helpers return `Err` and the test fails.
+    macro_rules! ensure {
+        ($cond:expr) => {
+            if !($cond) {
+                pr_err!("check failed: {}\n", stringify!($cond));
+                return Err(EINVAL);
+            }
+        };
+    }
+
+    fn create(dev: &mut FakeDev, tag: usize) -> Result<*mut bindings::iw_cm_id> {
         // SAFETY: the fake device outlives the cm_id (destroyed in-test).
         let id =
             unsafe { crate::iw_create_cm_id(dev.raw(), Some(ulp_handler), tag as *mut c_void) };
         // Not NULL and not an ERR_PTR.
-        assert!(!id.is_null() && (id as usize) < usize::MAX - 4095);
-        id
+        ensure!(!id.is_null() && (id as usize) < usize::MAX - 4095);
+        Ok(id)
     }
 
     fn connect(id: *mut bindings::iw_cm_id) -> i32 {
@@ -371,7 +382,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let id = create(&mut dev, 1);
+        let id = create(&mut dev, 1)?;
         assert_eq!(connect(id), 0);
         assert_eq!(QP_REFS.load(SeqCst), 1);
         assert_eq!(upcall(id, EV_REPLY, 0), 0);
@@ -398,7 +409,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let id = create(&mut dev, 2);
+        let id = create(&mut dev, 2)?;
         assert_eq!(connect(id), 0);
         assert_eq!(
             upcall(id, EV_REPLY, -(kernel::bindings::ECONNREFUSED as i32)),
@@ -420,7 +431,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let id = create(&mut dev, 3);
+        let id = create(&mut dev, 3)?;
         assert_eq!(connect(id), 0);
         assert_eq!(upcall(id, EV_REPLY, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
@@ -443,7 +454,7 @@ mod tests {
         let base = LIVE.load(SeqCst);
         let einval = -(kernel::bindings::EINVAL as i32);
         let mut dev = FakeDev::new()?;
-        let id = create(&mut dev, 4);
+        let id = create(&mut dev, 4)?;
         let mut p = bindings::iw_cm_conn_param {
             qpn: FAKE_QPN,
             ..Default::default()
@@ -466,7 +477,7 @@ mod tests {
         unsafe { crate::iw_destroy_cm_id(id) };
         assert_eq!(QP_REFS.load(SeqCst), 0);
 
-        let l = create(&mut dev, 5);
+        let l = create(&mut dev, 5)?;
         let mut attr = bindings::ib_qp_attr {
             qp_state: bindings::ib_qp_state_IB_QPS_INIT,
             ..Default::default()
@@ -491,7 +502,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let l = create(&mut dev, 6);
+        let l = create(&mut dev, 6)?;
         // SAFETY: `l` is live and owned by the test.
         assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
         MODE.store(MODE_DESTROY_CHILD_IN_REQ, SeqCst);
@@ -511,7 +522,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let l = create(&mut dev, 7);
+        let l = create(&mut dev, 7)?;
         // SAFETY: `l` is live and owned by the test.
         assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
         MODE.store(MODE_FAIL_REQ, SeqCst);
@@ -531,7 +542,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let l = create(&mut dev, 8);
+        let l = create(&mut dev, 8)?;
         // SAFETY: `l` is live and owned by the test.
         assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
         assert_eq!(upcall(l, EV_REQ, 0), 0);
@@ -565,8 +576,8 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let a = create(&mut dev, 1);
-        let b = create(&mut dev, 9);
+        let a = create(&mut dev, 1)?;
+        let b = create(&mut dev, 9)?;
         for id in [a, b] {
             assert_eq!(connect(id), 0);
             assert_eq!(upcall(id, EV_REPLY, 0), 0);
@@ -596,7 +607,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let id = create(&mut dev, 10);
+        let id = create(&mut dev, 10)?;
         assert_eq!(connect(id), 0);
         assert_eq!(upcall(id, EV_REPLY, 0), 0);
         MODE.store(MODE_DESTROY_SELF_ON_CLOSE, SeqCst);
@@ -613,7 +624,7 @@ mod tests {
         reset();
         let base = LIVE.load(SeqCst);
         let mut dev = FakeDev::new()?;
-        let id = create(&mut dev, 11);
+        let id = create(&mut dev, 11)?;
         assert_eq!(connect(id), 0);
         assert_eq!(upcall(id, EV_REPLY, 0), 0);
         MODE.store(MODE_FAIL_CLOSE, SeqCst);
@@ -685,6 +696,12 @@ mod tests {
         }
     }
 
+    /// Illegal events that iwcm.c ignores without complaint, and so do we
+    /// (state.rs): a DISCONNECT racing a connect/accept or after CLOSE.
+    fn tolerated(at: At, ev: u32) -> bool {
+        ev == EV_DISC && matches!(at, At::ConnSent | At::Accepting | At::Closed)
+    }
+
     /// The order in which the ULP may hear events on the fed cm_id after
     /// `at` was reached; each at most once.  A listener hears only
     /// CONNECT_REQUESTs (on new children), any number.
@@ -724,34 +741,34 @@ mod tests {
             at,
             At::Listen | At::ConnRecv | At::Accepting | At::PassiveEstablished
         );
-        let id = create(dev, 20);
+        let id = create(dev, 20)?;
         sc.own.push(id, GFP_KERNEL)?;
         sc.feed = id;
         if passive {
             // SAFETY: `id` is live and owned by the test.
-            assert_eq!(unsafe { crate::iw_cm_listen(id, 4) }, 0);
+            ensure!(unsafe { crate::iw_cm_listen(id, 4) } == 0);
             if at == At::Listen {
                 return Ok(sc);
             }
-            assert_eq!(upcall(id, EV_REQ, 0), 0);
-            assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+            ensure!(upcall(id, EV_REQ, 0) == 0);
+            ensure!(wait_until(|| NEVENTS.load(SeqCst) == 1));
             let child = CHILD.load(SeqCst);
             sc.feed = child;
             if at == At::ConnRecv {
                 return Ok(sc);
             }
-            assert_eq!(accept(child), 0);
+            ensure!(accept(child) == 0);
             sc.prov.push(child, GFP_KERNEL)?;
             if at == At::PassiveEstablished {
-                assert_eq!(upcall(child, EV_EST, 0), 0);
-                assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+                ensure!(upcall(child, EV_EST, 0) == 0);
+                ensure!(wait_until(|| NEVENTS.load(SeqCst) == 2));
             }
             return Ok(sc);
         }
         if at == At::Idle {
             return Ok(sc);
         }
-        assert_eq!(connect(id), 0);
+        ensure!(connect(id) == 0);
         sc.prov.push(id, GFP_KERNEL)?;
         match at {
             At::Destroyed => {
@@ -760,15 +777,15 @@ mod tests {
                 sc.own.clear();
             }
             At::Established | At::Closing | At::Closed => {
-                assert_eq!(upcall(id, EV_REPLY, 0), 0);
-                assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+                ensure!(upcall(id, EV_REPLY, 0) == 0);
+                ensure!(wait_until(|| NEVENTS.load(SeqCst) == 1));
                 if at == At::Closing {
                     // SAFETY: `id` is live and owned by the test.
-                    assert_eq!(unsafe { crate::iw_cm_disconnect(id, 0) }, 0);
+                    ensure!(unsafe { crate::iw_cm_disconnect(id, 0) } == 0);
                 }
                 if at == At::Closed {
-                    assert_eq!(upcall(id, EV_CLOSE, 0), 0);
-                    assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+                    ensure!(upcall(id, EV_CLOSE, 0) == 0);
+                    ensure!(wait_until(|| NEVENTS.load(SeqCst) == 2));
                 }
             }
             _ => {}
@@ -800,8 +817,16 @@ mod tests {
 
     #[test]
     fn bad_provider_input_matrix() -> Result {
-        let base = LIVE.load(SeqCst);
         crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        let r = bad_provider_matrix();
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        assert_eq!(r, Ok(0));
+        Ok(())
+    }
+
+    /// Runs the matrix; the number of failing scenarios.
+    fn bad_provider_matrix() -> Result<usize> {
+        let base = LIVE.load(SeqCst);
         let faults_before = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
         let mut bad = 0;
         let mut scenarios = 0;
@@ -834,8 +859,13 @@ mod tests {
                     }
                     let mut ok = settled && wait_live(base);
                     ok &= QP_REFS.load(SeqCst) == 0;
-                    // A legal event, once, is never a provider fault.
-                    ok &= dup || !legal(at, ev, status) || faulted == 0;
+                    // A legal event, once, is never a provider fault; an
+                    // illegal one always is (unless iwcm.c tolerates it).
+                    if legal(at, ev, status) {
+                        ok &= dup || faulted == 0;
+                    } else if !tolerated(at, ev) {
+                        ok &= faulted >= 1;
+                    }
                     // What the ULP heard after `at` was reached.
                     let order = may_follow(at);
                     let mut pos = 0;
@@ -867,7 +897,6 @@ mod tests {
                 }
             }
         }
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
         let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults_before;
         pr_info!(
             "bad provider input: {} scenarios ({} with an illegal event), {} provider faults counted, {} bad\n",
@@ -876,11 +905,7 @@ mod tests {
             faults,
             bad
         );
-        assert_eq!(bad, 0);
-        // The illegal events were seen as provider faults (not silently
-        // taken as legal ones).
-        assert!(faults >= illegal_fed);
-        Ok(())
+        Ok(bad)
     }
 
     #[test]

@@ -186,11 +186,15 @@ load_iw_cm() {
 # load_siw: load the siw selected by IWCM_SIW (idempotent; fails when the
 # other one is already loaded).  The patched siw is out of tree (taint O).
 load_siw() {
+	local cur=stock
+	case "$IWCM_SIW" in
+	stock|patched) ;;
+	*) iwcm_log "IWCM_SIW must be patched or stock, not '$IWCM_SIW'"; return 1 ;;
+	esac
 	if [ -d /sys/module/siw ]; then
-		if [ "$IWCM_SIW" = stock ] || grep -q O /sys/module/siw/taint 2>/dev/null; then
-			return 0
-		fi
-		iwcm_log "the kernel's siw is loaded, IWCM_SIW=$IWCM_SIW"
+		grep -q O /sys/module/siw/taint 2>/dev/null && cur=patched
+		[ "$cur" = "$IWCM_SIW" ] && return 0
+		iwcm_log "siw loaded is the $cur one, IWCM_SIW=$IWCM_SIW"
 		return 1
 	fi
 	if [ "$IWCM_SIW" = stock ]; then
@@ -215,7 +219,7 @@ iwcm_nvme_bdev() {
 	local b
 	for b in /sys/block/nvme*n*; do
 		[ -b "/dev/${b##*/}" ] || continue
-		grep -qx "$1" "$b/device/subsysnqn" 2>/dev/null && { echo "${b##*/}"; return 0; }
+		grep -qxF "$1" "$b/device/subsysnqn" 2>/dev/null && { echo "${b##*/}"; return 0; }
 	done
 	return 1
 }
