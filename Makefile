@@ -5,7 +5,7 @@
 #   make deps       install the build/test dependencies (Debian 12)
 #   make kernel     build the test kernel into the cache (FLAVOUR=kasan for KASAN)
 #   make            build the out-of-tree modules against the test kernel
-#                   (and the patched test siw, tools/testing/siw/)
+#   make siw        build the test provider (tools/testing/siw/)
 #   make check      the test command: everything, from nothing, ends "N passed, N failed"
 #   make demo       the main command: build, boot, load our iw_cm, run the scenarios
 #   make vm CMD=".."  run a command in the test VM
@@ -22,12 +22,13 @@ KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
 
 all: modules
 
-modules: siw
+modules:
 	@test -f $(KDIR)/Module.symvers || { echo "no test kernel at $(KDIR): run 'make kernel' first"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) modules
 
 # The test provider the VM tests load: the kernel's siw plus
-# tools/testing/siw/*.patch, built out of tree (never installed).
+# tools/testing/siw/*.patch, built out of tree against the test kernel
+# (never installed).  make check / make demo build it.
 siw:
 	$(TOP)/tools/testing/siw/build.sh
 

@@ -83,7 +83,7 @@ say "kernel ready after $(secs_since "$t") s"
 say "== make modules"
 if make_has_target modules; then
 	t=$(date +%s.%N)
-	if make -C "$top" modules; then
+	if make -C "$top" modules siw; then
 		record pass "make modules ($(secs_since "$t") s)"
 	else
 		record fail "make modules"

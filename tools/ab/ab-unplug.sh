@@ -66,7 +66,7 @@ fi
 
 [ -f "$KCACHE/.done" ] || { echo "ab: no test kernel at $KCACHE (make kernel)" >&2; exit 2; }
 echo "ab: building the modules"
-make -s -C "$top" modules >/dev/null 2>&1 || make -C "$top" modules || exit 2
+make -s -C "$top" modules siw >/dev/null 2>&1 || make -C "$top" modules siw || exit 2
 for ko in samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko drivers/infiniband/core/iw_cm/iw_cm.ko; do
 	[ -f "$ko" ] || { echo "ab: $ko missing" >&2; exit 2; }
 done
