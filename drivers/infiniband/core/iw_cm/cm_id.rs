@@ -1002,7 +1002,10 @@ unsafe extern "C" fn cm_event_handler(
     if no_slots {
         // Slots are reserved by listen, connect and accept: a cm_id
         // without any never gave the provider a reason to call it.
-        provider_fault!("iw_cm: provider event {} on a cm_id that is not connecting, accepting or listening\n", src.event);
+        provider_fault!(
+            "iw_cm: provider event {} on a cm_id that is not connecting, accepting or listening\n",
+            src.event
+        );
         return EINVAL.to_errno();
     }
     if !queued {
