@@ -86,10 +86,15 @@ if [ $ok -eq 1 ]; then
 		--numjobs=1 --size=64M --verify=crc32c --verify_backlog=256 --verify_fatal=1 \
 		--time_based --runtime=60 --output-format=normal \
 		--allow_file_create=0
-	sleep 3
-	# Write I/Os that reached the namespace (head or path device) before
-	# the unplug: field 5 of the block stat.
-	wrote=$(cat /sys/block/nvme*n*/stat 2>/dev/null | awk '{ s += $5 } END { print s + 0 }')
+	# Mid-I/O: the unplug comes once fio's writes reach the namespace
+	# (sectors written, field 7 of the block stat of the multipath head or
+	# its path device; fio takes seconds to start under TCG), plus 1 s.
+	nvme_sectors_written() {
+		cat /sys/block/nvme*n*/stat 2>/dev/null | awk '{ s += $7 } END { print s + 0 }'
+	}
+	iwcm_wait_for 30 bash -c "[ \"\$(cat /sys/block/nvme*n*/stat 2>/dev/null | awk '{ s += \$7 } END { print s + 0 }')\" -gt 0 ]"
+	sleep 1
+	wrote=$(nvme_sectors_written)
 	t0=$(__iwcm_now)
 	timeout "$DELETE_TIMEOUT" rdma link delete "$IWCM_RDEV"
 	delete_rc=$?
@@ -107,7 +112,7 @@ if [ $ok -eq 1 ]; then
 		while IFS= read -r l; do iwcm_log "  fio: $l"; done
 	# fio must have written (and verified) data before the unplug, or the
 	# verify check below proves nothing.
-	iwcm_check "fio wrote before the unplug (${wrote:-no} write I/Os completed)" [ "${wrote:-0}" -gt 0 ]
+	iwcm_check "fio wrote before the unplug (${wrote:-no} sectors written)" [ "${wrote:-0}" -gt 0 ]
 	# Once the namespace is gone fio must fail its I/O, not go on writing
 	# a regular file it created at the vanished /dev node.
 	fio_failed_io=0
