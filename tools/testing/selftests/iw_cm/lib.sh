@@ -149,6 +149,20 @@ iwcm_loaded_impl() {
 	if grep -q O /sys/module/iw_cm/taint 2>/dev/null; then echo rust; else echo c; fi
 }
 
+# iwcm_insmod KO WHAT: insmod an out-of-tree module after its dependencies
+# (ib_core, ...), which insmod does not resolve.
+iwcm_insmod() {
+	local d
+	if [ ! -f "$1" ]; then
+		iwcm_log "no $2 at $1"
+		return 1
+	fi
+	for d in $(modinfo -F depends "$1" 2>/dev/null | tr , ' ') ib_core; do
+		modprobe "$d" || return 1
+	done
+	insmod "$1"
+}
+
 # load_iw_cm: load the iw_cm selected by IWCM_IMPL (idempotent; fails when
 # the other implementation is already loaded).
 load_iw_cm() {
@@ -165,17 +179,7 @@ load_iw_cm() {
 	c)
 		modprobe iw_cm || return 1 ;;
 	rust)
-		if [ ! -f "$IWCM_RUST_KO" ]; then
-			iwcm_log "no Rust iw_cm at $IWCM_RUST_KO"
-			return 1
-		fi
-		# Its dependencies (ib_core, ...) first: insmod does not
-		# resolve them.
-		local d
-		for d in $(modinfo -F depends "$IWCM_RUST_KO" 2>/dev/null | tr , ' ') ib_core; do
-			modprobe "$d" || return 1
-		done
-		insmod "$IWCM_RUST_KO" || return 1 ;;
+		iwcm_insmod "$IWCM_RUST_KO" "Rust iw_cm" || return 1 ;;
 	*)
 		iwcm_log "IWCM_IMPL must be c or rust, not '$IWCM_IMPL'"
 		return 1 ;;
@@ -201,15 +205,7 @@ load_siw() {
 		modprobe siw
 		return
 	fi
-	if [ ! -f "$IWCM_SIW_KO" ]; then
-		iwcm_log "no patched siw at $IWCM_SIW_KO (tools/testing/siw/build.sh)"
-		return 1
-	fi
-	local d
-	for d in $(modinfo -F depends "$IWCM_SIW_KO" 2>/dev/null | tr , ' ') ib_core; do
-		modprobe "$d" || return 1
-	done
-	insmod "$IWCM_SIW_KO"
+	iwcm_insmod "$IWCM_SIW_KO" "patched siw (tools/testing/siw/build.sh)"
 }
 
 # iwcm_nvme_bdev NQN: the block device (nvmeXnY) of the first namespace of
