@@ -213,11 +213,11 @@ suite c
 suite c nvme-unplug-c "nvme_unplug.sh"
 if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 	suite rust
-	# Boots of their own: the module's KUnit suite and the nvme-rdma
-	# unplug; the sample ULP's in-handler removal (own queue first: the
-	# variant that deadlocks the C iw_cm), where only rdma_cm's
-	# handler_mutex lockdep report is accepted.
-	suite rust kunit-nvme-rust "kunit.sh nvme_unplug.sh"
+	# Boots of their own: the module's KUnit suite, the nvme-rdma unplug
+	# and the fail_iw_cm fault-injection storm; the sample ULP's in-handler
+	# removal (own queue first: the variant that deadlocks the C iw_cm),
+	# where only rdma_cm's handler_mutex lockdep report is accepted.
+	suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
 
 	# siw hot-unplug stress (tools/stress): nvmet-rdma + nvme-rdma with

@@ -253,6 +253,7 @@ impl CmId {
         if !dev.is_iwarp() {
             return Err(EINVAL);
         }
+        crate::fault_point(core::mem::size_of::<CmId>())?;
         let raw = bindings::iw_cm_id {
             cm_handler,
             context,
@@ -348,6 +349,7 @@ impl CmId {
         if self.inner.lock().events.slots.len() >= n {
             return Ok(());
         }
+        crate::fault_point(n * core::mem::size_of::<Option<Event>>())?;
         let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             slots.push(None, GFP_KERNEL)?;

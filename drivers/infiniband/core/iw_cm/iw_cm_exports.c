@@ -8,6 +8,8 @@
  *
  * Mirrors the init/exit and table parts of drivers/infiniband/core/iwcm.c.
  */
+#include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/module.h>
 #include <linux/sysctl.h>
 #include <linux/workqueue.h>
@@ -34,6 +36,7 @@ struct workqueue_struct *iwcm_c_wq(void);
 int iwcm_c_init(void);
 void iwcm_c_exit(void);
 const char *iwcm_c_dev_name(struct ib_device *device);
+bool iwcm_c_should_fail_alloc(size_t size);
 
 static unsigned int default_backlog = 256;
 
@@ -88,6 +91,45 @@ const char *iwcm_c_dev_name(struct ib_device *device)
 	return name ? name : "";
 }
 
+/*
+ * Fault injection (Documentation/fault-injection/fault-injection.rst):
+ * /sys/kernel/debug/fail_iw_cm/ with the usual probability, interval,
+ * times, space, verbose and task-filter knobs.  It fails iw_cm's own
+ * process-context allocations (cm_id creation and the event slots that
+ * listen, connect and accept reserve), whose -ENOMEM reaches the caller:
+ * unlike failslab, it touches nothing outside the RDMA stack.
+ */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+static DECLARE_FAULT_ATTR(iwcm_fail_alloc);
+static struct dentry *iwcm_fail_dir;
+
+static void iwcm_fault_init(void)
+{
+	iwcm_fail_dir = fault_create_debugfs_attr("fail_iw_cm", NULL,
+						  &iwcm_fail_alloc);
+	if (IS_ERR(iwcm_fail_dir)) {
+		pr_warn("iw_cm: no fail_iw_cm fault injection (%ld)\n",
+			PTR_ERR(iwcm_fail_dir));
+		iwcm_fail_dir = NULL;
+	}
+}
+
+static void iwcm_fault_exit(void)
+{
+	debugfs_remove_recursive(iwcm_fail_dir);
+}
+
+/* True when fail_iw_cm says this allocation of SIZE bytes must fail. */
+bool iwcm_c_should_fail_alloc(size_t size)
+{
+	return should_fail(&iwcm_fail_alloc, size);
+}
+#else
+static void iwcm_fault_init(void) { }
+static void iwcm_fault_exit(void) { }
+bool iwcm_c_should_fail_alloc(size_t size) { return false; }
+#endif
+
 /* As iw_cm_init() in iwcm.c. */
 int iwcm_c_init(void)
 {
@@ -112,6 +154,7 @@ int iwcm_c_init(void)
 	}
 
 	rdma_nl_register(RDMA_NL_IWCM, iwcm_nl_cb_table);
+	iwcm_fault_init();
 	return 0;
 
 err_sysctl:
@@ -124,6 +167,7 @@ err_alloc:
 /* As iw_cm_cleanup() in iwcm.c; every cm_id is gone when this runs. */
 void iwcm_c_exit(void)
 {
+	iwcm_fault_exit();
 	rdma_nl_unregister(RDMA_NL_IWCM);
 	unregister_net_sysctl_table(iwcm_ctl_table_hdr);
 	destroy_workqueue(iwcm_wq);

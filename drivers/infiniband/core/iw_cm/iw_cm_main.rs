@@ -78,7 +78,21 @@ mod c {
         pub(crate) fn iwcm_c_exit();
         /// `dev_name(&dev->dev)` of a `struct ib_device *`.
         pub(crate) fn iwcm_c_dev_name(dev: *mut core::ffi::c_void) -> *const kernel::ffi::c_char;
+        pub(crate) fn iwcm_c_should_fail_alloc(size: usize) -> bool;
     }
+}
+
+/// Fault point of a process-context allocation of `size` bytes: `Err(ENOMEM)`
+/// when /sys/kernel/debug/fail_iw_cm (the kernel's fault-injection
+/// framework, `should_fail()`) selects this call, `Ok(())` otherwise and
+/// always without CONFIG_FAULT_INJECTION_DEBUG_FS.  Any context.
+pub(crate) fn fault_point(size: usize) -> Result {
+    // SAFETY: `should_fail()` on a static fault_attr; callable from any
+    // context, no pointer arguments.
+    if unsafe { c::iwcm_c_should_fail_alloc(size) } {
+        return Err(ENOMEM);
+    }
+    Ok(())
 }
 
 /// The event delivery workqueue (allocated by `iwcm_c_init`).

@@ -122,8 +122,29 @@ iwcm_require_cmd() {
 	done
 }
 
+# The state of every process of this test (and of any task in D state):
+# what a hang diagnosis needs, printed before the cleanup kills them.
+__iwcm_dump_tasks() {
+	local d p
+	iwcm_log "tasks of $IWCM_NAME (pid $$) at $(__iwcm_elapsed "$IWCM_T0") s:"
+	timeout 10 ps -eo pid,ppid,stat,etimes,wchan:32,args 2>/dev/null |
+		awk -v me=$$ 'NR == 1 || $2 == me || $1 == me || $3 ~ /^D/' |
+		while IFS= read -r l; do iwcm_log "  $l"; done
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		if [ "$p" = $$ ] || [ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = $$ ] ||
+				grep -q '^State:.*D' "$d/status" 2>/dev/null; then
+			iwcm_log "  stack of $p ($(timeout 2 cat "$d/comm" 2>/dev/null)):"
+			timeout 5 sed 's/^/    /' "$d/stack" 2>/dev/null |
+				while IFS= read -r l; do iwcm_log "$l"; done
+		fi
+	done
+}
+
 __iwcm_on_signal() {
+	trap '' TERM INT
 	iwcm_log "$IWCM_NAME: interrupted (timeout?): cleaning up"
+	__iwcm_dump_tasks
 	iwcm_stop_all
 	iwcm_teardown >/dev/null 2>&1
 	exit "$KSFT_FAIL"
@@ -228,7 +249,7 @@ iwcm_cm_ids() {
 # ------------------------------------------------------------------ siw
 
 iwcm_link_up() {
-	rdma link show 2>/dev/null | grep -q "^link $IWCM_RDEV/"
+	iwcm_rdma_query link show | grep -q "^link $IWCM_RDEV/"
 }
 
 # iwcm_setup: iw_cm + rdma_cm + siw, dummy netdev with an address, lo up,
@@ -256,7 +277,7 @@ iwcm_setup() {
 	IWCM_SETUP_DONE=1
 	# The port goes ACTIVE once the netdev is up: poll with a deadline.
 	for i in $(seq 50); do
-		state=$(rdma link show "$IWCM_RDEV/1" 2>/dev/null | sed -n 's/.* state \([A-Z_]*\) .*/\1/p')
+		state=$(iwcm_rdma_query link show "$IWCM_RDEV/1" | sed -n 's/.* state \([A-Z_]*\) .*/\1/p')
 		[ "$state" = ACTIVE ] && break
 		sleep 0.1
 	done
@@ -297,11 +318,46 @@ iwcm_spawn() {
 	printf -v "$var" '%s' "$pid"
 }
 
-# True when PID is gone or a zombie.
+# True when PID is gone or a zombie (shell builtins only: no fork).
 iwcm_exited() {
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	local st=
+	{ read -r st < "/proc/$1/stat"; } 2>/dev/null
+	st=${st##*) }
+	st=${st%% *}
 	[ -z "$st" ] || [ "$st" = Z ]
+}
+
+# iwcm_rdma_query ARGS...: `rdma ARGS` (a query such as `resource show`),
+# bounded to 20 s.  A query still running then is a kernel-side stall: its
+# state, wait channel and kernel stack are logged (KTAP diagnostics on
+# stderr), then it is killed; the status is then 124.
+iwcm_rdma_query() {
+	local out pid i rc
+	out=$(mktemp "${IWCM_TMP:-/tmp}/rdma-query.XXXXXX")
+	rdma "$@" >"$out" 2>/dev/null &
+	pid=$!
+	for i in $(seq 200); do
+		iwcm_exited "$pid" && break
+		sleep 0.1
+	done
+	if ! iwcm_exited "$pid"; then
+		# On stderr: stdout is the query's output, read by a pipe.
+		{
+			iwcm_log "rdma $*: still running after 20 s (pid $pid, $(grep '^State:' "/proc/$pid/status" 2>/dev/null), wchan $(cat "/proc/$pid/wchan" 2>/dev/null)):"
+			timeout 5 sed 's/^/    /' "/proc/$pid/stack" 2>/dev/null |
+				while IFS= read -r l; do iwcm_log "$l"; done
+			__iwcm_dump_tasks
+		} >&2
+		kill -9 "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		rm -f "$out"
+		return 124
+	fi
+	wait "$pid"
+	rc=$?
+	cat "$out"
+	rm -f "$out"
+	return $rc
 }
 
 # iwcm_wait PID SECONDS: the exit status of PID, or 124 when it is still
@@ -333,7 +389,7 @@ iwcm_wait_for() {
 
 # A listening rdma_cm id on TCP port PORT (rdma resource show cm_id).
 iwcm_listening() {
-	rdma resource show cm_id 2>/dev/null | grep -E " state +LISTEN " | grep -qE "src-addr +[0-9.]*:$1 "
+	iwcm_rdma_query resource show cm_id | grep -E " state +LISTEN " | grep -qE "src-addr +[0-9.]*:$1 "
 }
 
 # iwcm_wait_listen PORT [SECONDS]: wait for a server's listener.
@@ -368,7 +424,7 @@ iwcm_show_log() {
 
 # rdma_cm ids of our device (rdma resource show cm_id), one per line.
 iwcm_dev_cm_ids() {
-	rdma resource show cm_id 2>/dev/null | grep -E "^(link $IWCM_RDEV/|dev $IWCM_RDEV )"
+	iwcm_rdma_query resource show cm_id | grep -E "^(link $IWCM_RDEV/|dev $IWCM_RDEV )"
 }
 
 __iwcm_no_dev_cm_ids() { [ -z "$(iwcm_dev_cm_ids)" ]; }

@@ -1,0 +1,144 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Connect/disconnect storm under fault injection (CONFIG_FAULT_INJECTION):
+# the Rust iw_cm's own fault points, /sys/kernel/debug/fail_iw_cm (the
+# kernel's fault_attr and should_fail(), as fail_make_request and friends),
+# fail a share of its process-context allocations: cm_id creation (by
+# rdma_cm for every id, and by iw_cm for each CONNECT_REQUEST's child) and
+# the event slots reserved by listen, connect and each CONNECT_REQUEST.  Each failure
+# reaches the caller as -ENOMEM, which rdma_cm turns into an error event
+# (ADDR/ROUTE_ERROR, REJECTED, UNREACHABLE or a failed rdma_connect /
+# rdma_listen) for the ULP, or the provider times the peer out.
+#
+# Why not failslab: with its task filter, the flagged clients' own page
+# faults on the VM's 9p root fail too, and a failed read of a shared
+# library poisons it for every process of the VM; without the filter every
+# allocation of the kernel fails.  fail_iw_cm touches nothing outside the
+# RDMA stack.
+#
+# The storm, per round: rping, ucmatose and cmtime clients (servers started
+# before injection is armed, so listening works) and the Rust sample ULP
+# loaded with role=both (a listener and 1 admin + 4 I/O queues, connected
+# from module init).  Checks: every client ends by itself (a failure
+# reported as an error exit, never a hang), failures were injected, the
+# sample either connects every queue or fails its insmod with an error and
+# leaves no module behind, rping works once injection is off, and the usual
+# end checks (no rdma_cm id or iw_cm cm_id left, no splat, the link can be
+# deleted); kmemleak is scanned by the VM runner at the end.
+#
+# The stock C iw_cm has no fault points: the test is skipped with it.
+#
+# Environment: IWCM_FAULT_PROBABILITY (percent, default 10),
+# IWCM_FAULT_ROUNDS (default 5).
+. "$(dirname "$0")/lib.sh"
+
+FI=/sys/kernel/debug/fail_iw_cm
+PROB=${IWCM_FAULT_PROBABILITY:-10}
+ROUNDS=${IWCM_FAULT_ROUNDS:-5}
+SAMPLE_KO=${SAMPLE_KO:-$IWCM_TOP/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
+SAMPLE_DBG=/sys/kernel/debug/rust_rdma_ulp
+
+[ "$IWCM_IMPL" = rust ] ||
+	iwcm_skip_all "fault_storm: the C iw_cm has no fault points (fail_iw_cm is the Rust iw_cm's)"
+[ -d "$FI" ] ||
+	iwcm_skip_all "fault_storm: no $FI (kernel without CONFIG_FAULT_INJECTION_DEBUG_FS)"
+[ -f "$SAMPLE_KO" ] ||
+	iwcm_skip_all "fault_storm: no sample module at $SAMPLE_KO (build it: make modules)"
+
+iwcm_init fault_storm 6 rping ucmatose cmtime insmod rmmod modinfo
+iwcm_setup_or_bail
+for d in $(modinfo -F depends "$SAMPLE_KO" 2>/dev/null | tr , ' '); do
+	modprobe "$d"
+done
+
+fault_off() { [ -w "$FI/probability" ] && echo 0 > "$FI/probability"; }
+trap fault_off EXIT
+
+fault_arm() {
+	echo N > "$FI/task-filter" &&
+	echo 1 > "$FI/interval" &&
+	echo -1 > "$FI/times" &&
+	echo 0 > "$FI/space" &&
+	echo 1 > "$FI/verbose" &&
+	echo "$PROB" > "$FI/probability"
+}
+
+dm0=$(dmesg | wc -l)
+runs=0 errs=0 oks=0 hung=0 crashed=0 armed=1
+s_ok=0 s_err=0 s_bad=0
+for r in $(seq "$ROUNDS"); do
+	fault_off
+	# Servers first, without injection (each on its own port: ucmatose
+	# and cmtime both default to 7471).
+	iwcm_spawn rs "$IWCM_TMP/rping-s-$r.log" rping -s -a "$IWCM_ADDR" -p 7174 -C 5
+	iwcm_spawn us "$IWCM_TMP/ucm-s-$r.log" ucmatose -b "$IWCM_ADDR" -p 7471 -c 5 -C 5
+	iwcm_spawn cs "$IWCM_TMP/cmt-s-$r.log" cmtime -b "$IWCM_ADDR" -p 7472
+	for port in 7174 7471 7472; do
+		iwcm_wait_listen $port || iwcm_log "round $r: no listener on $port"
+	done
+	fault_arm || armed=0
+	pids=()
+	rping -c -a "$IWCM_ADDR" -p 7174 -C 5 >"$IWCM_TMP/rping-$r.log" 2>&1 & pids+=($!)
+	ucmatose -s "$IWCM_ADDR" -p 7471 -c 5 -C 5 >"$IWCM_TMP/ucm-$r.log" 2>&1 & pids+=($!)
+	cmtime -s "$IWCM_ADDR" -p 7472 -c 20 >"$IWCM_TMP/cmt-$r.log" 2>&1 & pids+=($!)
+	line=""
+	for p in "${pids[@]}"; do
+		iwcm_wait "$p" 60
+		rc=$?
+		runs=$((runs + 1))
+		# 0: all connections made; 1-125: the tool reported an error
+		# (what an allocation failure must turn into); 124 from
+		# iwcm_wait: still running after 60 s; >= 126: it died of a
+		# signal (a crash in the tool's error path).
+		case $rc in
+		0) oks=$((oks + 1)) ;;
+		124) hung=$((hung + 1)); kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null ;;
+		12[6-9]|1[3-9][0-9]|2[0-9][0-9]) crashed=$((crashed + 1)) ;;
+		*) errs=$((errs + 1)) ;;
+		esac
+		line+=" $rc"
+	done
+	iwcm_stop_all
+	# The sample ULP, listener and host connected from module init.
+	timeout -k 5 90 insmod "$SAMPLE_KO" role=both addr="$IWCM_ADDR" nr_io_queues=4 \
+		queue_depth=8 >"$IWCM_TMP/insmod-$r.log" 2>&1
+	irc=$?
+	fault_off
+	if [ $irc -eq 0 ]; then
+		live=$(sed -n 's/^live //p' "$SAMPLE_DBG/host" 2>/dev/null | head -n1)
+		if [ "$live" = 5 ]; then s_ok=$((s_ok + 1)); else s_bad=$((s_bad + 1)); iwcm_log "round $r: sample loaded with $live of 5 queues live"; fi
+		timeout -k 5 60 rmmod rust_rdma_ulp || { s_bad=$((s_bad + 1)); iwcm_log "round $r: rmmod rust_rdma_ulp failed"; }
+		sample="loaded"
+	elif [ $irc -ge 124 ] || [ -d /sys/module/rust_rdma_ulp ]; then
+		s_bad=$((s_bad + 1))
+		sample="insmod exit $irc, module present: $([ -d /sys/module/rust_rdma_ulp ] && echo yes || echo no)"
+		iwcm_show_log "$IWCM_TMP/insmod-$r.log"
+	else
+		s_err=$((s_err + 1))
+		sample="insmod failed: $(tail -n1 "$IWCM_TMP/insmod-$r.log")"
+	fi
+	iwcm_log "round $r: client exits (rping ucmatose cmtime):$line; sample: $sample"
+done
+fault_off
+injected=$(dmesg | tail -n +"$((dm0 + 1))" | grep -c "FAULT_INJECTION: forcing a failure")
+iwcm_log "storm: $runs client runs, $oks ok, $errs ended with an error, $crashed crashed, $hung hung; sample: $s_ok connected, $s_err failed cleanly, $s_bad bad; $injected failures injected"
+iwcm_check "fail_iw_cm armed: ${PROB}% of iw_cm's allocations fail" [ $armed -eq 1 ]
+storm_ok=0
+[ $hung -eq 0 ] && [ $crashed -eq 0 ] && storm_ok=1
+iwcm_check "every client ended by itself under injection ($runs runs: $oks ok, $errs errors reported)" \
+	[ $storm_ok -eq 1 ]
+iwcm_check "the sample ULP connected or failed its load cleanly ($s_ok connected, $s_err failed, $s_bad bad)" \
+	[ $s_bad -eq 0 ]
+iwcm_check "failures were injected ($injected)" [ "$injected" -gt 0 ]
+
+# Nothing broken once injection is off.
+iwcm_spawn rs "$IWCM_TMP/rping-after-s.log" rping -s -a "$IWCM_ADDR" -C 10
+iwcm_wait_listen 7174
+timeout -k 5 60 rping -c -a "$IWCM_ADDR" -C 10 >"$IWCM_TMP/rping-after.log" 2>&1
+arc=$?
+iwcm_wait "$rs" 30
+iwcm_check "rping -C 10 after the storm (client exit $arc)" [ "$arc" -eq 0 ]
+iwcm_stop_all
+
+iwcm_finish
