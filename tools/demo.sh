@@ -55,8 +55,12 @@ scenario() {
 		rc_all=1
 		note "$name: FAILED (VM exit $rc; log $log)"
 	fi
-	grep -hE "^# # .*(rdma link delete|duration|connected|torn down|fio exit)" "$ktap" 2>/dev/null |
-		sed 's/^# # /    /' | while IFS= read -r line; do note "$line"; done
+	# (not a pipe into the loop: `note` must run in this shell to keep
+	# the report)
+	while IFS= read -r line; do
+		note "$line"
+	done < <(grep -hE "^# # .*(rdma link delete|duration|connected|torn down|fio exit)" "$ktap" 2>/dev/null |
+		sed 's/^# # /    /')
 	if grep -q "^splat-check: accepted" "$log"; then
 		note "    splats: rdma_cm handler_mutex lockdep report only (accepted, see Documentation/iw_cm.rst)"
 	elif grep -q "kernel splat in the console log" "$log"; then

@@ -129,7 +129,9 @@ for v in "${variants[@]}"; do
 		case "$result" in
 		completed)
 			cell="completed in $(get "$r" delete_s) s"
-			detail="torn down: $(get "$r" torn_down); rmmod: $(get "$r" rmmod); cm_ids $(get "$r" cm_ids_base)->$(get "$r" cm_ids_after)"
+			detail="torn down: $(get "$r" torn_down); rmmod: $(get "$r" rmmod)"
+			# Only ours counts its live cm_ids (debugfs iw_cm/cm_ids).
+			[ "$impl" = rust ] && detail+="; cm_ids $(get "$r" cm_ids_base)->$(get "$r" cm_ids_after)"
 			;;
 		deadlocked)
 			cell="deadlocked (delete blocked > $(get "$r" blocked_after_s) s; hung-task reports: $(get "$r" hung_task_reports))"

@@ -24,6 +24,8 @@ scenario() {
 	local slog=$IWCM_TMP/$tool-$victim-server.log clog=$IWCM_TMP/$tool-$victim-client.log
 	t0=$(__iwcm_now)
 	LO0=$(lo_tx)
+	# A scenario takes 15-30 s under TCG.
+	iwcm_watchdog 120 "$tool, $victim killed"
 	case $tool in
 	rping)
 		port=7174
@@ -64,6 +66,7 @@ scenario() {
 		iwcm_log "iw_cm cm_ids $(iwcm_cm_ids), baseline $IWCM_CMIDS_BASE"
 		ok=0
 	fi
+	iwcm_watchdog_stop
 	iwcm_log "$tool, $victim killed: $(__iwcm_elapsed "$t0") s, lo carried $(( ($(lo_tx) - LO0) >> 20 )) MiB"
 	if [ $ok -eq 1 ]; then
 		ktap_test_pass "$tool: $victim SIGKILLed mid-run, peer exits, no cm_id left"

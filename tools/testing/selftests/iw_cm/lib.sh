@@ -141,8 +141,26 @@ __iwcm_dump_tasks() {
 	done
 }
 
+# iwcm_watchdog SECONDS LABEL: in the background, dump the test's tasks
+# (and any task in D state) with their kernel stacks if the watchdog is
+# still armed after SECONDS: a stall is diagnosed while it lasts, not after
+# the runner's timeout has killed everything.  iwcm_watchdog_stop disarms.
+iwcm_watchdog() {
+	iwcm_watchdog_stop
+	( sleep "$1" && { iwcm_log "watchdog: $2 still running after $1 s"; __iwcm_dump_tasks; } >&2 ) &
+	IWCM_WATCHDOG=$!
+}
+iwcm_watchdog_stop() {
+	if [ -n "${IWCM_WATCHDOG:-}" ]; then
+		kill "$IWCM_WATCHDOG" 2>/dev/null
+		wait "$IWCM_WATCHDOG" 2>/dev/null
+		IWCM_WATCHDOG=
+	fi
+}
+
 __iwcm_on_signal() {
 	trap '' TERM INT
+	iwcm_watchdog_stop
 	iwcm_log "$IWCM_NAME: interrupted (timeout?): cleaning up"
 	__iwcm_dump_tasks
 	iwcm_stop_all
