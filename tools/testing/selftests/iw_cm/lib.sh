@@ -127,8 +127,11 @@ iwcm_require_cmd() {
 __iwcm_dump_tasks() {
 	local d p
 	iwcm_log "tasks of $IWCM_NAME (pid $$) at $(__iwcm_elapsed "$IWCM_T0") s:"
-	timeout 10 ps -eo pid,ppid,stat,etimes,wchan:32,args 2>/dev/null |
+	timeout 10 ps -eo pid,ppid,stat,etimes,time,wchan:32,args 2>/dev/null |
 		awk -v me=$$ 'NR == 1 || $2 == me || $1 == me || $3 ~ /^D/' |
+		while IFS= read -r l; do iwcm_log "  $l"; done
+	iwcm_log "  most CPU time (a spinning task slows every poll under TCG):"
+	timeout 10 ps -eo pid,stat,time,comm --sort=-time 2>/dev/null | head -n 6 |
 		while IFS= read -r l; do iwcm_log "  $l"; done
 	for d in /proc/[0-9]*; do
 		p=${d#/proc/}
@@ -294,12 +297,8 @@ iwcm_setup() {
 	fi
 	IWCM_SETUP_DONE=1
 	# The port goes ACTIVE once the netdev is up: poll with a deadline.
-	for i in $(seq 50); do
-		state=$(iwcm_rdma_query link show "$IWCM_RDEV/1" | sed -n 's/.* state \([A-Z_]*\) .*/\1/p')
-		[ "$state" = ACTIVE ] && break
-		sleep 0.1
-	done
-	if [ "$state" != ACTIVE ]; then
+	if ! iwcm_wait_for 5 __iwcm_port_active; then
+		state=$(__iwcm_port_state)
 		iwcm_log "setup: $IWCM_RDEV/1 state '$state', not ACTIVE after 5 s"
 		return 1
 	fi
@@ -307,6 +306,11 @@ iwcm_setup() {
 	IWCM_DMESG_BASE=$(dmesg | wc -l)
 	return 0
 }
+
+__iwcm_port_state() {
+	iwcm_rdma_query link show "$IWCM_RDEV/1" | sed -n 's/.* state \([A-Z_]*\) .*/\1/p'
+}
+__iwcm_port_active() { [ "$(__iwcm_port_state)" = ACTIVE ]; }
 
 # iwcm_teardown: stop our processes, delete the siw link (bounded: siw
 # has no disassociate_ucontext, a leftover user blocks it), the netdev.
@@ -350,11 +354,12 @@ iwcm_exited() {
 # state, wait channel and kernel stack are logged (KTAP diagnostics on
 # stderr), then it is killed; the status is then 124.
 iwcm_rdma_query() {
-	local out pid i rc
+	local out pid end rc
 	out=$(mktemp "${IWCM_TMP:-/tmp}/rdma-query.XXXXXX")
 	rdma "$@" >"$out" 2>/dev/null &
 	pid=$!
-	for i in $(seq 200); do
+	end=$((SECONDS + 21))
+	while [ "$SECONDS" -lt "$end" ]; do
 		iwcm_exited "$pid" && break
 		sleep 0.1
 	done
@@ -394,11 +399,12 @@ iwcm_wait() {
 }
 
 # iwcm_wait_for SECONDS CMD...: poll CMD until it succeeds (every 0.1 s);
-# non-zero after SECONDS.
+# non-zero after SECONDS of wall-clock time (a deadline, not a number of
+# polls: under TCG with busy vCPUs one poll can take a second).
 iwcm_wait_for() {
-	local secs=$1 i
+	local end=$((SECONDS + $1 + 1))	# (whole seconds: at least $1)
 	shift
-	for i in $(seq $((secs * 10))); do
+	while [ "$SECONDS" -lt "$end" ]; do
 		"$@" && return 0
 		sleep 0.1
 	done
