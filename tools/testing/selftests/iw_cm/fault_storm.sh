@@ -87,15 +87,20 @@ for r in $(seq "$ROUNDS"); do
 		iwcm_wait "$p" 60
 		rc=$?
 		runs=$((runs + 1))
-		# 0: all connections made; 1-125: the tool reported an error
-		# (what an allocation failure must turn into); 124 from
-		# iwcm_wait: still running after 60 s; >= 126: it died of a
-		# signal (a crash in the tool's error path).
+		# 0: all connections made; 124 from iwcm_wait: still running
+		# after 60 s; 126-192: it could not run or died of a signal
+		# (128 + signal number: a crash in the tool's error path);
+		# any other status, 255 (exit(-1), how rping, ucmatose and
+		# cmtime fail) included: the tool reported an error, which is
+		# what an allocation failure must turn into.
 		case $rc in
 		0) oks=$((oks + 1)) ;;
 		124) hung=$((hung + 1)); kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null ;;
-		12[6-9]|1[3-9][0-9]|2[0-9][0-9]) crashed=$((crashed + 1)) ;;
-		*) errs=$((errs + 1)) ;;
+		*) if [ "$rc" -ge 126 ] && [ "$rc" -le 192 ]; then
+			crashed=$((crashed + 1))
+		   else
+			errs=$((errs + 1))
+		   fi ;;
 		esac
 		line+=" $rc"
 	done
@@ -126,7 +131,7 @@ iwcm_log "storm: $runs client runs, $oks ok, $errs ended with an error, $crashed
 iwcm_check "fail_iw_cm armed: ${PROB}% of iw_cm's allocations fail" [ $armed -eq 1 ]
 storm_ok=0
 [ $hung -eq 0 ] && [ $crashed -eq 0 ] && storm_ok=1
-iwcm_check "every client ended by itself under injection ($runs runs: $oks ok, $errs errors reported)" \
+iwcm_check "every client ended by itself under injection ($runs runs: $oks ok, $errs errors reported, $crashed crashed)" \
 	[ $storm_ok -eq 1 ]
 iwcm_check "the sample ULP connected or failed its load cleanly ($s_ok connected, $s_err failed, $s_bad bad)" \
 	[ $s_bad -eq 0 ]
