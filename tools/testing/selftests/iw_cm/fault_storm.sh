@@ -52,17 +52,42 @@ for d in $(modinfo -F depends "$SAMPLE_KO" 2>/dev/null | tr , ' '); do
 	modprobe "$d"
 done
 
+pfs=
 fault_off() { [ -w "$FI/probability" ] && echo 0 > "$FI/probability"; }
-trap fault_off EXIT
+trap 'fault_off; restore_pfs' EXIT
 
 fault_arm() {
 	echo N > "$FI/task-filter" &&
 	echo 1 > "$FI/interval" &&
 	echo -1 > "$FI/times" &&
 	echo 0 > "$FI/space" &&
-	echo 1 > "$FI/verbose" &&
+	echo 2 > "$FI/verbose" &&
 	echo "$PROB" > "$FI/probability"
 }
+
+# storm_hang_report PID ROUND: what a client still running after 60 s
+# waits for: its output, its threads' kernel stacks, the rdma_cm ids.
+storm_hang_report() {
+	local p=$1 r=$2 t f
+	iwcm_log "round $r: $(cat "/proc/$p/comm" 2>/dev/null) (pid $p) still runs after 60 s"
+	for f in "$IWCM_TMP"/*-"$r".log; do
+		case "$(cat "/proc/$p/cmdline" 2>/dev/null | tr '\0' ' ')" in
+		"$(basename "$f" | sed 's/-.*//')"*) iwcm_show_log "$f" 20 ;;
+		esac
+	done
+	for t in /proc/"$p"/task/*; do
+		iwcm_log "  thread ${t##*/}: $(cat "$t/wchan" 2>/dev/null)"
+		timeout 5 sed 's/^/    /' "$t/stack" 2>/dev/null |
+			while IFS= read -r l; do iwcm_log "$l"; done
+	done
+	iwcm_rdma_query resource show cm_id | while IFS= read -r l; do iwcm_log "  $l"; done
+}
+
+# Crashes: the kernel reports every core-dumping fatal signal (SIGSEGV,
+# SIGABRT, SIGBUS, ...) of any process while this is set.
+pfs=$(cat /proc/sys/kernel/print-fatal-signals 2>/dev/null)
+echo 1 > /proc/sys/kernel/print-fatal-signals
+restore_pfs() { [ -n "$pfs" ] && echo "$pfs" > /proc/sys/kernel/print-fatal-signals; }
 
 dm0=$(dmesg | wc -l)
 runs=0 errs=0 oks=0 hung=0 crashed=0 armed=1
@@ -71,7 +96,7 @@ for r in $(seq "$ROUNDS"); do
 	fault_off
 	# Servers first, without injection (each on its own port: ucmatose
 	# and cmtime both default to 7471).
-	iwcm_spawn rs "$IWCM_TMP/rping-s-$r.log" rping -s -a "$IWCM_ADDR" -p 7174 -C 5
+	iwcm_spawn rs "$IWCM_TMP/rping-s-$r.log" rping -d -s -a "$IWCM_ADDR" -p 7174 -C 5
 	iwcm_spawn us "$IWCM_TMP/ucm-s-$r.log" ucmatose -b "$IWCM_ADDR" -p 7471 -c 5 -C 5
 	iwcm_spawn cs "$IWCM_TMP/cmt-s-$r.log" cmtime -b "$IWCM_ADDR" -p 7472
 	for port in 7174 7471 7472; do
@@ -79,7 +104,7 @@ for r in $(seq "$ROUNDS"); do
 	done
 	fault_arm || armed=0
 	pids=()
-	rping -c -a "$IWCM_ADDR" -p 7174 -C 5 >"$IWCM_TMP/rping-$r.log" 2>&1 & pids+=($!)
+	rping -d -c -a "$IWCM_ADDR" -p 7174 -C 5 >"$IWCM_TMP/rping-$r.log" 2>&1 & pids+=($!)
 	ucmatose -s "$IWCM_ADDR" -p 7471 -c 5 -C 5 >"$IWCM_TMP/ucm-$r.log" 2>&1 & pids+=($!)
 	cmtime -s "$IWCM_ADDR" -p 7472 -c 20 >"$IWCM_TMP/cmt-$r.log" 2>&1 & pids+=($!)
 	line=""
@@ -88,19 +113,21 @@ for r in $(seq "$ROUNDS"); do
 		rc=$?
 		runs=$((runs + 1))
 		# 0: all connections made; 124 from iwcm_wait: still running
-		# after 60 s; 126-192: it could not run or died of a signal
-		# (128 + signal number: a crash in the tool's error path);
-		# any other status, 255 (exit(-1), how rping, ucmatose and
-		# cmtime fail) included: the tool reported an error, which is
-		# what an allocation failure must turn into.
+		# after 60 s; any other status (these tools exit with -1 or
+		# -errno: 255, 244, 152, ...): the tool reported an error,
+		# which is what an allocation failure must turn into.  A
+		# crash (a fatal signal in the tool's error path) is told
+		# apart by the kernel (print-fatal-signals, counted below):
+		# 128 + n alone cannot tell exit(-errno) from a signal.
 		case $rc in
 		0) oks=$((oks + 1)) ;;
-		124) hung=$((hung + 1)); kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null ;;
-		*) if [ "$rc" -ge 126 ] && [ "$rc" -le 192 ]; then
-			crashed=$((crashed + 1))
-		   else
-			errs=$((errs + 1))
-		   fi ;;
+		124)
+			hung=$((hung + 1))
+			storm_hang_report "$p" "$r"
+			kill -9 "$p" 2>/dev/null
+			wait "$p" 2>/dev/null ;;
+		126|127) crashed=$((crashed + 1)) ;;
+		*) errs=$((errs + 1)) ;;
 		esac
 		line+=" $rc"
 	done
@@ -126,7 +153,10 @@ for r in $(seq "$ROUNDS"); do
 	iwcm_log "round $r: client exits (rping ucmatose cmtime):$line; sample: $sample"
 done
 fault_off
+restore_pfs
 injected=$(dmesg | tail -n +"$((dm0 + 1))" | grep -c "FAULT_INJECTION: forcing a failure")
+signals=$(dmesg | tail -n +"$((dm0 + 1))" | grep -c "potentially unexpected fatal signal")
+crashed=$((crashed + signals))
 iwcm_log "storm: $runs client runs, $oks ok, $errs ended with an error, $crashed crashed, $hung hung; sample: $s_ok connected, $s_err failed cleanly, $s_bad bad; $injected failures injected"
 iwcm_check "fail_iw_cm armed: ${PROB}% of iw_cm's allocations fail" [ $armed -eq 1 ]
 storm_ok=0
