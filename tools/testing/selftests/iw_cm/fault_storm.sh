@@ -17,7 +17,7 @@
 # allocation of the kernel fails.  fail_iw_cm touches nothing outside the
 # RDMA stack.
 #
-# The storm, per round: rping, ucmatose and cmtime clients (servers started
+# The storm, per round: ucmatose and cmtime clients (servers started
 # before injection is armed, so listening works) and the Rust sample ULP
 # loaded with role=both (a listener and 1 admin + 4 I/O queues, connected
 # from module init).  Checks: every client ends by itself (a failure
@@ -27,15 +27,20 @@
 # end checks (no rdma_cm id or iw_cm cm_id left, no splat, the link can be
 # deleted); kmemleak is scanned by the VM runner at the end.
 #
+# rping is not a storm client: when rdma_connect fails, its error path
+# joins its CQ thread, which waits for a completion that never comes
+# (rping.c, rping_run_client: err3), so it hangs after reporting the
+# error, with either iw_cm.  It checks the link after the storm instead.
+#
 # The stock C iw_cm has no fault points: the test is skipped with it.
 #
 # Environment: IWCM_FAULT_PROBABILITY (percent, default 10),
-# IWCM_FAULT_ROUNDS (default 5).
+# IWCM_FAULT_ROUNDS (default 6).
 . "$(dirname "$0")/lib.sh"
 
 FI=/sys/kernel/debug/fail_iw_cm
 PROB=${IWCM_FAULT_PROBABILITY:-10}
-ROUNDS=${IWCM_FAULT_ROUNDS:-5}
+ROUNDS=${IWCM_FAULT_ROUNDS:-6}
 SAMPLE_KO=${SAMPLE_KO:-$IWCM_TOP/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
 SAMPLE_DBG=/sys/kernel/debug/rust_rdma_ulp
 
@@ -96,15 +101,13 @@ for r in $(seq "$ROUNDS"); do
 	fault_off
 	# Servers first, without injection (each on its own port: ucmatose
 	# and cmtime both default to 7471).
-	iwcm_spawn rs "$IWCM_TMP/rping-s-$r.log" rping -d -s -a "$IWCM_ADDR" -p 7174 -C 5
 	iwcm_spawn us "$IWCM_TMP/ucm-s-$r.log" ucmatose -b "$IWCM_ADDR" -p 7471 -c 5 -C 5
 	iwcm_spawn cs "$IWCM_TMP/cmt-s-$r.log" cmtime -b "$IWCM_ADDR" -p 7472
-	for port in 7174 7471 7472; do
+	for port in 7471 7472; do
 		iwcm_wait_listen $port || iwcm_log "round $r: no listener on $port"
 	done
 	fault_arm || armed=0
 	pids=()
-	rping -d -c -a "$IWCM_ADDR" -p 7174 -C 5 >"$IWCM_TMP/rping-$r.log" 2>&1 & pids+=($!)
 	ucmatose -s "$IWCM_ADDR" -p 7471 -c 5 -C 5 >"$IWCM_TMP/ucm-$r.log" 2>&1 & pids+=($!)
 	cmtime -s "$IWCM_ADDR" -p 7472 -c 20 >"$IWCM_TMP/cmt-$r.log" 2>&1 & pids+=($!)
 	line=""
@@ -150,7 +153,7 @@ for r in $(seq "$ROUNDS"); do
 		s_err=$((s_err + 1))
 		sample="insmod failed: $(tail -n1 "$IWCM_TMP/insmod-$r.log")"
 	fi
-	iwcm_log "round $r: client exits (rping ucmatose cmtime):$line; sample: $sample"
+	iwcm_log "round $r: client exits (ucmatose cmtime):$line; sample: $sample"
 done
 fault_off
 restore_pfs
