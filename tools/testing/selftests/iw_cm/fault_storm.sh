@@ -17,8 +17,9 @@
 # allocation of the kernel fails.  fail_iw_cm touches nothing outside the
 # RDMA stack.
 #
-# The storm, per round: ucmatose and cmtime clients (servers started
-# before injection is armed, so listening works) and the Rust sample ULP
+# The storm, per round: three ucmatose and one cmtime client (servers
+# started before injection is armed, so listening works) and the Rust
+# sample ULP
 # loaded with role=both (a listener and 1 admin + 4 I/O queues, connected
 # from module init).  Checks: every client ends by itself (a failure
 # reported as an error exit, never a hang), failures were injected, the
@@ -31,6 +32,10 @@
 # joins its CQ thread, which waits for a completion that never comes
 # (rping.c, rping_run_client: err3), so it hangs after reporting the
 # error, with either iw_cm.  It checks the link after the storm instead.
+# ucmatose runs one connection per client and server: with several, a
+# connection that fails on the client side leaves its server waiting for
+# it and the client waiting for the server's disconnects (cmatose.c:
+# connect_events, disconnect_events), again with either iw_cm.
 #
 # The stock C iw_cm has no fault points: the test is skipped with it.
 #
@@ -75,10 +80,10 @@ fault_arm() {
 storm_hang_report() {
 	local p=$1 r=$2 t f
 	iwcm_log "round $r: $(cat "/proc/$p/comm" 2>/dev/null) (pid $p) still runs after 60 s"
+	iwcm_log "  $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)"
+	# This round's clients and servers.
 	for f in "$IWCM_TMP"/*-"$r".log; do
-		case "$(cat "/proc/$p/cmdline" 2>/dev/null | tr '\0' ' ')" in
-		"$(basename "$f" | sed 's/-.*//')"*) iwcm_show_log "$f" 20 ;;
-		esac
+		iwcm_show_log "$f" 12
 	done
 	for t in /proc/"$p"/task/*; do
 		iwcm_log "  thread ${t##*/}: $(cat "$t/wchan" 2>/dev/null)"
@@ -101,14 +106,18 @@ for r in $(seq "$ROUNDS"); do
 	fault_off
 	# Servers first, without injection (each on its own port: ucmatose
 	# and cmtime both default to 7471).
-	iwcm_spawn us "$IWCM_TMP/ucm-s-$r.log" ucmatose -b "$IWCM_ADDR" -p 7471 -c 5 -C 5
+	for port in 7471 7473 7475; do
+		iwcm_spawn us "$IWCM_TMP/ucm$port-s-$r.log" ucmatose -b "$IWCM_ADDR" -p $port -c 1 -C 5
+	done
 	iwcm_spawn cs "$IWCM_TMP/cmt-s-$r.log" cmtime -b "$IWCM_ADDR" -p 7472
-	for port in 7471 7472; do
+	for port in 7471 7473 7475 7472; do
 		iwcm_wait_listen $port || iwcm_log "round $r: no listener on $port"
 	done
 	fault_arm || armed=0
 	pids=()
-	ucmatose -s "$IWCM_ADDR" -p 7471 -c 5 -C 5 >"$IWCM_TMP/ucm-$r.log" 2>&1 & pids+=($!)
+	for port in 7471 7473 7475; do
+		ucmatose -s "$IWCM_ADDR" -p $port -c 1 -C 5 >"$IWCM_TMP/ucm$port-$r.log" 2>&1 & pids+=($!)
+	done
 	cmtime -s "$IWCM_ADDR" -p 7472 -c 20 >"$IWCM_TMP/cmt-$r.log" 2>&1 & pids+=($!)
 	line=""
 	for p in "${pids[@]}"; do
@@ -153,7 +162,7 @@ for r in $(seq "$ROUNDS"); do
 		s_err=$((s_err + 1))
 		sample="insmod failed: $(tail -n1 "$IWCM_TMP/insmod-$r.log")"
 	fi
-	iwcm_log "round $r: client exits (ucmatose cmtime):$line; sample: $sample"
+	iwcm_log "round $r: client exits (ucmatose x3, cmtime):$line; sample: $sample"
 done
 fault_off
 restore_pfs
