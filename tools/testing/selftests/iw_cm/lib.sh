@@ -150,7 +150,13 @@ __iwcm_dump_tasks() {
 # the runner's timeout has killed everything.  iwcm_watchdog_stop disarms.
 iwcm_watchdog() {
 	iwcm_watchdog_stop
-	( sleep "$1" && { iwcm_log "watchdog: $2 still running after $1 s"; __iwcm_dump_tasks; } >&2 ) &
+	# (the sleep holds no output pipe open and dies with the watchdog)
+	(
+		sleep "$1" >/dev/null 2>&1 &
+		s=$!
+		trap 'kill $s 2>/dev/null; exit 0' TERM
+		wait $s && { iwcm_log "watchdog: $2 still running after $1 s"; __iwcm_dump_tasks; } >&2
+	) &
 	IWCM_WATCHDOG=$!
 }
 iwcm_watchdog_stop() {
