@@ -142,6 +142,13 @@ for cyc in $(seq 1 "$cycles"); do
 		fi
 	else
 		cfail+=("nvme connect")
+		# What the queues looked like: nvme-cli's words, every rdma_cm
+		# id and QP of the link (the target's queue that never answered
+		# the Fabrics Connect shows its state), the kernel's last lines.
+		sed 's/^/  connect: /' "$tmp/connect.log" | tail -n 5
+		iwcm_rdma_query resource show cm_id | sed 's/^/  cm_id: /'
+		iwcm_rdma_query resource show qp | sed 's/^/  qp: /'
+		dmesg | tail -n +"$((dm0 + 1))" | grep -v "get_hash_bucket" | tail -n 15 | sed 's/^/  dmesg: /'
 	fi
 	fio_pid=
 	# The namespace must have a size before fio opens it (native
