@@ -58,9 +58,7 @@ SAMPLE_DBG=/sys/kernel/debug/rust_rdma_ulp
 
 iwcm_init fault_storm 6 rping ucmatose cmtime insmod rmmod modinfo
 iwcm_setup_or_bail
-for d in $(modinfo -F depends "$SAMPLE_KO" 2>/dev/null | tr , ' '); do
-	modprobe "$d"
-done
+iwcm_load_deps "$SAMPLE_KO"
 
 pfs=
 fault_off() { [ -w "$FI/probability" ] && echo 0 > "$FI/probability"; }

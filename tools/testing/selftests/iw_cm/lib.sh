@@ -197,18 +197,22 @@ iwcm_loaded_impl() {
 	if grep -q O /sys/module/iw_cm/taint 2>/dev/null; then echo rust; else echo c; fi
 }
 
-# iwcm_insmod KO WHAT: insmod an out-of-tree module after its dependencies
-# (ib_core, ...), which insmod does not resolve.
-iwcm_insmod() {
+# iwcm_load_deps KO: modprobe the dependencies of an out-of-tree module
+# (and ib_core), which insmod does not resolve.
+iwcm_load_deps() {
 	local d
+	for d in $(modinfo -F depends "$1" 2>/dev/null | tr , ' ') ib_core; do
+		modprobe "$d" || return 1
+	done
+}
+
+# iwcm_insmod KO WHAT: insmod an out-of-tree module after its dependencies.
+iwcm_insmod() {
 	if [ ! -f "$1" ]; then
 		iwcm_log "no $2 at $1"
 		return 1
 	fi
-	for d in $(modinfo -F depends "$1" 2>/dev/null | tr , ' ') ib_core; do
-		modprobe "$d" || return 1
-	done
-	insmod "$1"
+	iwcm_load_deps "$1" && insmod "$1"
 }
 
 # load_iw_cm: load the iw_cm selected by IWCM_IMPL (idempotent; fails when
@@ -360,16 +364,13 @@ iwcm_exited() {
 # state, wait channel and kernel stack are logged (KTAP diagnostics on
 # stderr), then it is killed; the status is then 124.
 iwcm_rdma_query() {
-	local out pid end rc
+	local out pid rc
 	out=$(mktemp "${IWCM_TMP:-/tmp}/rdma-query.XXXXXX")
 	rdma "$@" >"$out" 2>/dev/null &
 	pid=$!
-	end=$((SECONDS + 21))
-	while [ "$SECONDS" -lt "$end" ]; do
-		iwcm_exited "$pid" && break
-		sleep 0.1
-	done
-	if ! iwcm_exited "$pid"; then
+	iwcm_wait "$pid" 20
+	rc=$?
+	if [ $rc -eq 124 ]; then
 		# On stderr: stdout is the query's output, read by a pipe.
 		{
 			iwcm_log "rdma $*: still running after 20 s (pid $pid, $(grep '^State:' "/proc/$pid/status" 2>/dev/null), wchan $(cat "/proc/$pid/wchan" 2>/dev/null)):"
@@ -379,12 +380,9 @@ iwcm_rdma_query() {
 		} >&2
 		kill -9 "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
-		rm -f "$out"
-		return 124
+	else
+		cat "$out"
 	fi
-	wait "$pid"
-	rc=$?
-	cat "$out"
 	rm -f "$out"
 	return $rc
 }
