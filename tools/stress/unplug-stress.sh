@@ -148,7 +148,7 @@ for cyc in $(seq 1 "$cycles"); do
 		sed 's/^/  connect: /' "$tmp/connect.log" | tail -n 5
 		iwcm_rdma_query resource show cm_id | sed 's/^/  cm_id: /'
 		iwcm_rdma_query resource show qp | sed 's/^/  qp: /'
-		dmesg | tail -n +"$((dm0 + 1))" | grep -v "get_hash_bucket" | tail -n 15 | sed 's/^/  dmesg: /'
+		dmesg | tail -n +"$((dm0 + 1))" | tail -n 15 | sed 's/^/  dmesg: /'
 	fi
 	fio_pid=
 	# The namespace must have a size before fio opens it (native

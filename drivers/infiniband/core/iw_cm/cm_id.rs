@@ -574,7 +574,7 @@ impl CmId {
             let mut g = this.inner.lock();
             if !g.ulp_owned {
                 drop(g);
-                pr_warn!("iw_cm: iw_destroy_cm_id called twice on one cm_id\n");
+                pr_warn!("iw_destroy_cm_id called twice on one cm_id\n");
                 kernel::warn_on!(true);
                 return;
             }
@@ -749,7 +749,7 @@ impl CmId {
             };
             let Some(input) = ev.input() else {
                 drop(g);
-                provider_fault!("iw_cm: unknown provider event {}\n", ev.raw.event);
+                provider_fault!("unknown provider event {}\n", ev.raw.event);
                 self.inner.lock().handled += 1;
                 continue;
             };
@@ -773,7 +773,7 @@ impl CmId {
                         self.waiters.notify_all();
                     }
                     provider_fault!(
-                        "iw_cm: provider event {:?} in state {:?} dropped\n",
+                        "provider event {:?} in state {:?} dropped\n",
                         input,
                         from
                     );
@@ -861,7 +861,7 @@ impl CmId {
     /// the request on it (`cm_conn_req_handler` in iwcm.c).
     fn connect_request(self: &Arc<Self>, ev: &mut Event) {
         if ev.raw.status != 0 {
-            provider_fault!("iw_cm: CONNECT_REQUEST with status {}\n", ev.raw.status);
+            provider_fault!("CONNECT_REQUEST with status {}\n", ev.raw.status);
             return;
         }
         // SAFETY: `raw` is live.
@@ -944,7 +944,7 @@ pub(crate) fn wait_for_all_cm_ids() {
     while LIVE.load(Ordering::Relaxed) != 0 {
         if waited_ms % 10_000 == 0 && waited_ms != 0 {
             pr_warn!(
-                "iw_cm: unload waits for {} cm_id(s) still referenced by a provider\n",
+                "unload waits for {} cm_id(s) still referenced by a provider\n",
                 LIVE.load(Ordering::Relaxed)
             );
         }
@@ -970,7 +970,7 @@ unsafe extern "C" fn cm_event_handler(
     event: *mut bindings::iw_cm_event,
 ) -> i32 {
     if raw.is_null() || event.is_null() {
-        provider_fault!("iw_cm: event upcall with a null pointer\n");
+        provider_fault!("event upcall with a null pointer\n");
         return EINVAL.to_errno();
     }
     // SAFETY: the provider holds a reference on the cm_id (add_ref).
@@ -1005,7 +1005,7 @@ unsafe extern "C" fn cm_event_handler(
         // Slots are reserved by listen, connect and accept: a cm_id
         // without any never gave the provider a reason to call it.
         provider_fault!(
-            "iw_cm: provider event {} on a cm_id that is not connecting, accepting or listening\n",
+            "provider event {} on a cm_id that is not connecting, accepting or listening\n",
             src.event
         );
         return EINVAL.to_errno();

@@ -58,6 +58,9 @@ mod tests {
     const MODE_BLOCK_TAG1_CLOSE: u32 = 3;
     const MODE_DESTROY_SELF_ON_CLOSE: u32 = 4;
     const MODE_FAIL_CLOSE: u32 = 5;
+    /// Addresses of the last delivered CONNECT_REPLY (see `addr_key`).
+    static REPLY_LOCAL: AtomicU64 = AtomicU64::new(0);
+    static REPLY_REMOTE: AtomicU64 = AtomicU64::new(0);
     static BLOCKED: AtomicBool = AtomicBool::new(false);
     static RELEASE: AtomicBool = AtomicBool::new(false);
 
@@ -77,6 +80,8 @@ mod tests {
             c.store(ptr::null_mut(), SeqCst);
         }
         NCHILDREN.store(0, SeqCst);
+        REPLY_LOCAL.store(0, SeqCst);
+        REPLY_REMOTE.store(0, SeqCst);
     }
 
     /// Fake provider op.
@@ -271,6 +276,12 @@ mod tests {
             EVENTS[n].store(tag << 32 | u64::from(kind) << 16 | refs, SeqCst);
             NEVENTS.store(n + 1, SeqCst);
         }
+        if kind == EV_REPLY {
+            // SAFETY: as above; the addresses are plain data.
+            let (l, r) = unsafe { (&(*ev).local_addr, &(*ev).remote_addr) };
+            REPLY_LOCAL.store(addr_key(ipv4_of(l)), SeqCst);
+            REPLY_REMOTE.store(addr_key(ipv4_of(r)), SeqCst);
+        }
         let mode = MODE.load(SeqCst);
         if kind == EV_REQ {
             CHILD.store(id, SeqCst);
@@ -332,6 +343,8 @@ mod tests {
         let mut ev = bindings::iw_cm_event {
             event: kind,
             status,
+            local_addr: ipv4(WIRE_LOCAL),
+            remote_addr: ipv4(WIRE_REMOTE),
             ..Default::default()
         };
         // SAFETY: `id` is live and its `event_handler` is iw_cm's.
@@ -355,12 +368,72 @@ mod tests {
         };
     }
 
+    type SockAddr = bindings::__kernel_sockaddr_storage;
+
+    /// The listener's (and active side's) address, as rdma_cm sets it
+    /// before iw_cm_listen / iw_cm_connect (TEST-NET-1, RFC 5737).
+    const ULP_LOCAL: ([u8; 4], u16) = ([192, 0, 2, 1], 4420);
+    /// The peer's address, as rdma_cm sets it before iw_cm_connect.
+    const ULP_REMOTE: ([u8; 4], u16) = ([192, 0, 2, 2], 4420);
+    /// The addresses of the provider's events (its TCP connection's ends),
+    /// as siw_cm.c and cxgb4 cm.c fill them in.
+    const WIRE_LOCAL: ([u8; 4], u16) = ([192, 0, 2, 1], 4420);
+    const WIRE_REMOTE: ([u8; 4], u16) = ([192, 0, 2, 2], 50000);
+
+    /// An AF_INET `sockaddr_storage`; the port in host order.
+    fn ipv4((ip, port): ([u8; 4], u16)) -> SockAddr {
+        let mut s = SockAddr::default();
+        let sin = bindings::sockaddr_in {
+            sin_family: bindings::AF_INET as u16,
+            sin_port: port.to_be(),
+            sin_addr: bindings::in_addr {
+                s_addr: u32::from_ne_bytes(ip),
+            },
+            __pad: [0; 8],
+        };
+        // SAFETY: `sockaddr_storage` is larger than and at least as aligned
+        // as `sockaddr_in` (include/linux/socket.h); `s` is exclusively ours.
+        unsafe {
+            ptr::from_mut(&mut s)
+                .cast::<bindings::sockaddr_in>()
+                .write(sin)
+        };
+        s
+    }
+
+    /// The first bytes of an address that matter for AF_INET comparisons
+    /// (family, port, IPv4 address).
+    fn ipv4_of(s: &SockAddr) -> (u16, [u8; 4], u16) {
+        // SAFETY: as in `ipv4`; any bit pattern is a valid `sockaddr_in`.
+        let sin = unsafe { &*ptr::from_ref(s).cast::<bindings::sockaddr_in>() };
+        (
+            sin.sin_family,
+            sin.sin_addr.s_addr.to_ne_bytes(),
+            u16::from_be(sin.sin_port),
+        )
+    }
+
+    fn inet((ip, port): ([u8; 4], u16)) -> (u16, [u8; 4], u16) {
+        (bindings::AF_INET as u16, ip, port)
+    }
+
+    /// `ipv4_of` packed into a u64, for the atomics the ULP handler fills.
+    fn addr_key((family, ip, port): (u16, [u8; 4], u16)) -> u64 {
+        u64::from(family) << 48 | u64::from(u32::from_be_bytes(ip)) << 16 | u64::from(port)
+    }
+
     fn create(dev: &mut FakeDev, tag: usize) -> Result<*mut bindings::iw_cm_id> {
         // SAFETY: the fake device outlives the cm_id (destroyed in-test).
         let id =
             unsafe { crate::iw_create_cm_id(dev.raw(), Some(ulp_handler), tag as *mut c_void) };
         // Not NULL and not an ERR_PTR.
         ensure!(!id.is_null() && (id as usize) < usize::MAX - 4095);
+        // SAFETY: `id` is live, new and owned by the test: the addresses are
+        // the ULP's to set before listen/connect (as cma.c does).
+        unsafe {
+            (*id).local_addr = ipv4(ULP_LOCAL);
+            (*id).remote_addr = ipv4(ULP_REMOTE);
+        }
         Ok(id)
     }
 
@@ -388,6 +461,14 @@ mod tests {
         assert_eq!(upcall(id, EV_REPLY, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         assert_eq!(event(0), (1, EV_REPLY, 1));
+        // The ULP sees its own addresses in the CONNECT_REPLY; the wire's
+        // are kept as the mapped ones (iwcm.c cm_conn_rep_handler).
+        assert_eq!(REPLY_LOCAL.load(SeqCst), addr_key(inet(ULP_LOCAL)));
+        assert_eq!(REPLY_REMOTE.load(SeqCst), addr_key(inet(ULP_REMOTE)));
+        // SAFETY: `id` is live and owned by the test.
+        let (ml, mr) = unsafe { ((*id).m_local_addr, (*id).m_remote_addr) };
+        assert_eq!(ipv4_of(&ml), inet(WIRE_LOCAL));
+        assert_eq!(ipv4_of(&mr), inet(WIRE_REMOTE));
         // SAFETY: `id` is live.
         assert_eq!(unsafe { crate::iw_cm_disconnect(id, 0) }, 0);
         assert_eq!(QP_TO_SQD.load(SeqCst), 1);
@@ -548,6 +629,15 @@ mod tests {
         assert_eq!(upcall(l, EV_REQ, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         let child = CHILD.load(SeqCst);
+        // With no port mapper daemon the child gets the listener's local
+        // address and the wire's remote address; the mapped (m_*)
+        // addresses are the wire's (iwcm.c cm_conn_req_handler).
+        // SAFETY: the child is ours since its CONNECT_REQUEST.
+        let c = unsafe { &*child };
+        assert_eq!(ipv4_of(&c.local_addr), inet(ULP_LOCAL));
+        assert_eq!(ipv4_of(&c.remote_addr), inet(WIRE_REMOTE));
+        assert_eq!(ipv4_of(&c.m_local_addr), inet(WIRE_LOCAL));
+        assert_eq!(ipv4_of(&c.m_remote_addr), inet(WIRE_REMOTE));
         let mut p = bindings::iw_cm_conn_param {
             qpn: FAKE_QPN,
             ..Default::default()

@@ -9,7 +9,7 @@
 RES=/sys/kernel/debug/kunit/rust_iw_cm/results
 
 IWCM_FINISH_CHECKS=0
-iwcm_init kunit 2
+iwcm_init kunit 3
 [ "$IWCM_IMPL" = rust ] || iwcm_skip_all "kunit: the KUnit suite belongs to the Rust iw_cm (IWCM_IMPL=$IWCM_IMPL)"
 load_iw_cm || iwcm_skip_all "kunit: cannot load the Rust iw_cm"
 [ -r "$RES" ] || iwcm_skip_all "kunit: no $RES (CONFIG_KUNIT_DEBUGFS off?)"
@@ -22,4 +22,24 @@ suite_ok=$(grep -cE '^ok [0-9]+ rust_iw_cm' "$RES")
 good=0
 [ "$bad" -eq 0 ] && [ "$suite_ok" -eq 1 ] && good=1
 iwcm_check "rust_iw_cm KUnit: no failed case ($bad failed), suite ok" [ "$good" -eq 1 ]
+
+# The suite's kernel log: between its KTAP header and its totals only KTAP
+# lines may appear, plus
+#  - the provider faults bad_provider_input_matrix injects on purpose (with
+#    the fault expected, iw_cm logs them at info level and does not WARN),
+#    and its summary line;
+#  - the port mapper client's notice that no iwpmd runs (printed by the C
+#    iw_cm's first listen too).
+# Anything else (a fixture feeding the kernel's port mapper a sockaddr of
+# no family, a warning of iw_cm's that no case expects) fails here.
+window=$(dmesg | sed -n '/# Subtest: rust_iw_cm/,/# rust_iw_cm: pass:/p')
+stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
+	grep -vE '^ *(KTAP version|1\.\.[0-9]|(not )?ok [0-9]+ |#|$)' |
+	grep -vE '^iw_cm: (provider event .* dropped|provider event [0-9]+ on a cm_id that is not connecting, accepting or listening|unknown provider event [0-9]+|bad provider input: .* 0 bad)$' |
+	grep -v '^iwpm_register_pid: Unable to send a nlmsg' || true)
+[ -n "$window" ] || ktap_print_msg "the suite's lines are no longer in the kernel log"
+[ -z "$stray" ] || printf '%s\n' "$stray" | while IFS= read -r l; do ktap_print_msg "stray: $l"; done
+clean=0
+[ -n "$window" ] && [ -z "$stray" ] && clean=1
+iwcm_check "rust_iw_cm KUnit: its kernel log holds only KTAP lines" [ "$clean" -eq 1 ]
 iwcm_finish
