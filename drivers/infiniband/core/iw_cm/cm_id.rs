@@ -772,11 +772,7 @@ impl CmId {
                     if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
                         self.waiters.notify_all();
                     }
-                    provider_fault!(
-                        "provider event {:?} in state {:?} dropped\n",
-                        input,
-                        from
-                    );
+                    provider_fault!("provider event {:?} in state {:?} dropped\n", input, from);
                     self.inner.lock().handled += 1;
                     continue;
                 }
