@@ -16,6 +16,9 @@
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 ENV := . $(TOP)/tools/kernel/env.sh
 KDIR ?= $(shell bash -c '$(ENV); echo $$KDIR')
+# Debian's rustfmt-web, the rustfmt of the rustc the kernel is built with
+# (rustup's, first on PATH, may format differently).
+RUSTFMT ?= /usr/bin/rustfmt
 KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
 
 .PHONY: all modules siw deps kernel check demo vm hosttest clippy rustfmt rustfmtcheck install clean
@@ -36,11 +39,11 @@ clippy:
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver modules
 
 rustfmt:
-	rustfmt --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 \
+	$(RUSTFMT) --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 \
 		$$(git -C $(TOP) ls-files '*.rs' | grep -v '^tools/statemachine/' | sed 's|^|$(TOP)/|')
 
 rustfmtcheck:
-	rustfmt --check --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 \
+	$(RUSTFMT) --check --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 \
 		$$(git -C $(TOP) ls-files '*.rs' | grep -v '^tools/statemachine/' | sed 's|^|$(TOP)/|')
 
 deps:

@@ -4,7 +4,8 @@
 # The whole check (`make check`), from a fresh Debian 12 machine:
 #   1. tools/setup-deps.sh                  (packages, bindgen)
 #   2. tools/kernel/build-kernel.sh         (test kernel, cached)
-#   3. make modules                         (our Rust iw_cm, when the target exists)
+#   3. make modules                         (our Rust iw_cm, when the target exists),
+#      then make rustfmtcheck and make clippy (no warning allowed)
 #   4. make hosttest                        (host unit tests, when the target exists)
 #   5. the iw_cm selftests' C tool built on the host (gcc)
 #   6. the VM harness's own negative tests: a kernel WARNING must fail the
@@ -85,6 +86,24 @@ if make_has_target modules; then
 	t=$(date +%s.%N)
 	if make -C "$top" modules siw; then
 		record pass "make modules ($(secs_since "$t") s)"
+		# Kernel Rust style: rustfmt with the kernel's config, clippy
+		# (CLIPPY=1) with no warning.
+		if make -C "$top" rustfmtcheck >"$IWCM_RESULTS_DIR/rustfmt.log" 2>&1; then
+			record pass "make rustfmtcheck"
+		else
+			cat "$IWCM_RESULTS_DIR/rustfmt.log"
+			record fail "make rustfmtcheck"
+		fi
+		t=$(date +%s.%N)
+		make -C "$top" clippy >"$IWCM_RESULTS_DIR/clippy.log" 2>&1
+		crc=$?
+		nw=$(grep -cE '^(warning|error)(\[|:)' "$IWCM_RESULTS_DIR/clippy.log")
+		if [ "$crc" -eq 0 ] && [ "$nw" -eq 0 ]; then
+			record pass "make clippy: no warning ($(secs_since "$t") s)"
+		else
+			grep -A8 -E '^(warning|error)(\[|:)' "$IWCM_RESULTS_DIR/clippy.log" | head -n 80
+			record fail "make clippy: exit $crc, $nw warnings/errors"
+		fi
 	else
 		record fail "make modules"
 	fi

@@ -11,6 +11,7 @@ SUDO=""
 KVER_SERIES=${KVER_SERIES:-7.3}
 stamp_ok() {
 	command -v /usr/bin/rustc >/dev/null && [ -d /usr/lib/rustlib/src/rust ] &&
+	[ -x /usr/bin/rustfmt ] && [ -x /usr/bin/clippy-driver ] &&
 	command -v clang-19 >/dev/null && command -v qemu-system-x86_64 >/dev/null &&
 	command -v rping >/dev/null && command -v ib_send_bw >/dev/null &&
 	command -v nvme >/dev/null && command -v fio >/dev/null &&
@@ -53,7 +54,7 @@ echo 'APT::Default-Release "bookworm";' | $SUDO tee /etc/apt/apt.conf.d/99iwcm-d
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
-	rustc-web rust-web-src rust-web-clippy libclang-19-dev clang-19 lld-19 llvm-19 \
+	rustc-web rust-web-src rust-web-clippy rustfmt-web libclang-19-dev clang-19 lld-19 llvm-19 \
 	flex bison bc libelf-dev libssl-dev cpio dwarves make gcc git xz-utils \
 	qemu-system-x86 rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest \
 	nvme-cli fio iproute2 kmod busybox-static python3 rsync patch strace \
