@@ -31,9 +31,9 @@ use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::{
-    new_condvar, new_spinlock,
+    new_condvar, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, ArcBorrow, CondVar, SpinLock},
+    sync::{Arc, ArcBorrow, CondVar, SpinLockIrq},
     task::Task,
     types::Opaque,
     workqueue::{impl_has_work, new_work, Work, WorkItem},
@@ -207,8 +207,11 @@ pub(crate) struct CmId {
     #[pin]
     raw: Opaque<bindings::iw_cm_id>,
     dev: IwDevice,
+    /// Taken with interrupts off (`spin_lock_irq`, as iwcm.c's
+    /// `spin_lock_irqsave` on `cm_id_priv->lock`): the provider's upcall
+    /// takes it in softirq context too (siw's `sk_data_ready` callback).
     #[pin]
-    inner: SpinLock<Inner>,
+    inner: SpinLockIrq<Inner>,
     /// Signalled when a delivery ends or a connect/accept finishes.
     #[pin]
     waiters: CondVar,
@@ -267,7 +270,7 @@ impl CmId {
             pin_init!(CmId {
                 raw: Opaque::new(raw),
                 dev,
-                inner <- new_spinlock!(Inner {
+                inner <- new_spinlock_irq!(Inner {
                     state: State::Idle,
                     qp: None,
                     events: EventRing::new(),
@@ -952,10 +955,16 @@ pub(crate) fn wait_for_all_cm_ids() {
 /// The provider's upcall (`cm_id->event_handler`): queue the event for
 /// in-order delivery on this cm_id's work item.
 ///
-/// Context: any (the provider may hold spinlocks); never sleeps, allocates
-/// only with GFP_ATOMIC (private data).  Returns 0, or -ENOMEM when the
-/// cm_id's preallocated event slots are full or the private data cannot be
-/// copied (as iwcm.c: the provider then rejects or drops the connection).
+/// Context: process or softirq (siw calls it from its `sk_data_ready`
+/// callback), with or without the provider's spinlocks held; not hard
+/// interrupt context (the cm_id lock is a `spinlock_t`, as in iwcm.c).
+/// Never sleeps, allocates only with GFP_ATOMIC (private data).
+///
+/// Returns 0; -ENOMEM when the cm_id's preallocated event slots are full
+/// or the private data cannot be copied (as iwcm.c: the provider then
+/// rejects or drops the connection); -EINVAL for a provider fault (a null
+/// pointer, or an event on a cm_id that never listened, connected or
+/// accepted, where iwcm.c reaches `BUG()`), with a warning.
 ///
 /// # Safety
 ///

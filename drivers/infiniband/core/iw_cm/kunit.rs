@@ -21,7 +21,12 @@ mod tests {
         AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst,
     };
     use kernel::prelude::*;
-    use kernel::time::{delay::fsleep, Delta};
+    use kernel::sync::{Arc, ArcBorrow, Completion};
+    use kernel::time::hrtimer::{
+        HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer, HrTimerRestart,
+        RelativeSoftMode,
+    };
+    use kernel::time::{delay::fsleep, Delta, Monotonic};
 
     const EV_REQ: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST;
     const EV_REPLY: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY;
@@ -448,6 +453,97 @@ mod tests {
 
     fn wait_live(n: usize) -> bool {
         wait_until(|| LIVE.load(SeqCst) == n)
+    }
+
+    /// Defines `$name`, whose `fire(id, kind)` makes one upcall of event
+    /// `kind` on `id` from an hrtimer callback in `$mode` and returns the
+    /// upcall's result.
+    macro_rules! irq_upcall {
+        ($name:ident, $mode:ty) => {
+            #[pin_data]
+            struct $name {
+                #[pin]
+                timer: HrTimer<Self>,
+                id: AtomicPtr<bindings::iw_cm_id>,
+                kind: u32,
+                ret: AtomicI32,
+                #[pin]
+                done: Completion,
+            }
+
+            impl $name {
+                fn fire(id: *mut bindings::iw_cm_id, kind: u32) -> Result<i32> {
+                    let t = Arc::pin_init(
+                        pin_init!(Self {
+                            timer <- HrTimer::new(),
+                            id: AtomicPtr::new(id),
+                            kind,
+                            ret: AtomicI32::new(i32::MIN),
+                            done <- Completion::new(),
+                        }),
+                        GFP_KERNEL,
+                    )?;
+                    let handle = t.clone().start(Delta::from_micros(100));
+                    t.done.wait_for_completion();
+                    drop(handle);
+                    Ok(t.ret.load(SeqCst))
+                }
+            }
+
+            impl HrTimerCallback for $name {
+                type Pointer<'a> = Arc<Self>;
+
+                fn run(
+                    this: ArcBorrow<'_, Self>,
+                    _ctx: HrTimerCallbackContext<'_, Self>,
+                ) -> HrTimerRestart {
+                    this.ret.store(upcall(this.id.load(SeqCst), this.kind, 0), SeqCst);
+                    this.done.complete_all();
+                    HrTimerRestart::NoRestart
+                }
+            }
+
+            kernel::impl_has_hr_timer! {
+                impl HasHrTimer<Self> for $name {
+                    mode: $mode, field: self.timer
+                }
+            }
+        };
+    }
+    // Softirq context, as siw's socket callbacks (`siw_rtr_data_ready`, an
+    // `sk_data_ready` upcall, sends ESTABLISHED from there).  Not hard
+    // interrupt context: the cm_id lock is a spinlock_t, as in iwcm.c.
+    irq_upcall!(SoftIrqUpcall, RelativeSoftMode<Monotonic>);
+
+    /// The upcall may come from softirq context (iwcm.c takes its cm_id
+    /// lock with spin_lock_irqsave everywhere for this reason): events from
+    /// softirq, mixed with process-context calls and upcalls on the same
+    /// cm_id, are delivered in order and leave lockdep quiet.
+    #[test]
+    fn upcalls_from_softirq_context() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 12)?;
+        assert_eq!(connect(id), 0);
+        assert_eq!(SoftIrqUpcall::fire(id, EV_REPLY)?, 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        assert_eq!(event(0), (12, EV_REPLY, 1));
+        // SAFETY: `id` is live and owned by the test.
+        assert_eq!(unsafe { crate::iw_cm_disconnect(id, 0) }, 0);
+        assert_eq!(upcall(id, EV_DISC, 0), 0);
+        assert_eq!(SoftIrqUpcall::fire(id, EV_CLOSE)?, 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        assert_eq!(event(1), (12, EV_CLOSE, 0));
+        // A late event after CLOSE, from softirq: dropped, not delivered.
+        assert_eq!(SoftIrqUpcall::fire(id, EV_DISC)?, 0);
+        provider_release(id);
+        // SAFETY: the test owns `id`.
+        unsafe { crate::iw_destroy_cm_id(id) };
+        assert!(wait_live(base));
+        assert_eq!(NEVENTS.load(SeqCst), 2);
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
     }
 
     #[test]
