@@ -117,7 +117,10 @@ impl Event {
 /// A fixed-size FIFO of events; its slots are allocated in process context
 /// ([`CmId::reserve_events`]) so that the atomic upcall never allocates one.
 struct EventRing {
-    slots: KVec<Option<Event>>,
+    /// One slot per event that may be pending: `backlog` of them for a
+    /// listener, so kvmalloc'ed (a large backlog must not need one
+    /// physically contiguous allocation; iwcm.c allocates entries one by one).
+    slots: KVVec<Option<Event>>,
     head: usize,
     len: usize,
 }
@@ -125,7 +128,7 @@ struct EventRing {
 impl EventRing {
     const fn new() -> Self {
         Self {
-            slots: KVec::new(),
+            slots: KVVec::new(),
             head: 0,
             len: 0,
         }
@@ -156,7 +159,7 @@ impl EventRing {
 
     /// Moves the queued events into `new` (at least as large) and makes it
     /// the ring; returns the old slots, to be freed outside the lock.
-    fn replace_slots(&mut self, mut new: KVec<Option<Event>>) -> KVec<Option<Event>> {
+    fn replace_slots(&mut self, mut new: KVVec<Option<Event>>) -> KVVec<Option<Event>> {
         let mut i = 0;
         while let Some(ev) = self.pop() {
             new[i] = Some(ev);
@@ -169,10 +172,10 @@ impl EventRing {
 
     /// Empties the ring; returns the slots (with the events) to be freed
     /// outside the lock.
-    fn take_all(&mut self) -> KVec<Option<Event>> {
+    fn take_all(&mut self) -> KVVec<Option<Event>> {
         self.head = 0;
         self.len = 0;
-        core::mem::replace(&mut self.slots, KVec::new())
+        core::mem::replace(&mut self.slots, KVVec::new())
     }
 }
 
@@ -353,7 +356,7 @@ impl CmId {
             return Ok(());
         }
         crate::fault_point(n * core::mem::size_of::<Option<Event>>())?;
-        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut slots = KVVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             slots.push(None, GFP_KERNEL)?;
         }
@@ -600,11 +603,14 @@ impl CmId {
                     g.state = next;
                     let qp = g.qp.take();
                     // Dropped unprocessed, as iwcm.c's DROP_EVENTS: handled.
+                    // The slots go here, in process context: the last
+                    // reference may be dropped by the provider in atomic
+                    // context, where a vmalloc'ed ring could not be freed.
                     g.handled += g.events.len;
                     (actions, qp, g.events.take_all())
                 }
                 // Already destroyed (a handler returned non-zero first).
-                _ => (Actions::NONE, None, KVec::new()),
+                _ => (Actions::NONE, None, KVVec::new()),
             }
         };
         drop(dropped);

@@ -674,6 +674,32 @@ mod tests {
         Ok(())
     }
 
+    /// A listener's event ring needs one slot per backlog entry (iwcm.c
+    /// allocates one work entry each); a large backlog must not need one
+    /// physically contiguous allocation.  20000 slots are about 6 MB, more
+    /// than kmalloc can give (KMALLOC_MAX_SIZE, 4 MB on x86_64).
+    #[test]
+    fn listen_with_a_backlog_beyond_kmalloc_max() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 13)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { crate::iw_cm_listen(l, 20000) }, 0);
+        assert_eq!(LISTENS.load(SeqCst), 1);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        let child = CHILD.load(SeqCst);
+        // SAFETY: the test owns both ids; the unaccepted child is rejected.
+        unsafe {
+            crate::iw_destroy_cm_id(child);
+            crate::iw_destroy_cm_id(l);
+        }
+        assert_eq!(UNLISTENS.load(SeqCst), 1);
+        assert!(wait_live(base));
+        Ok(())
+    }
+
     #[test]
     fn child_destroyed_inside_its_connect_request() -> Result {
         reset();
