@@ -428,17 +428,37 @@ fn destroy_of_connecting_or_accepting_id_resets_and_releases() {
 
 #[test]
 fn early_close_is_a_fault_that_releases_the_qp() {
-    // cm_close_handler would BUG() in CONN_SENT/CONN_RECV.
-    for s in [S::ConnSent, S::Accepting] {
-        expect(
-            s,
-            I::EvClose,
-            fault(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS),
-        );
-    }
+    // cm_close_handler would BUG() in CONN_SENT.
+    expect(
+        S::ConnSent,
+        I::EvClose,
+        fault(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS),
+    );
     for s in [S::Idle, S::Listen, S::ConnRecv] {
         expect(s, I::EvClose, fault(s, A::NONE));
     }
+}
+
+#[test]
+fn close_on_an_accepted_child_before_established_is_delivered() {
+    // cm_close_handler would BUG() in CONN_RECV (accepted, not yet
+    // established).  siw sends DISCONNECT + CLOSE there when an RTR-mode
+    // peer closes before its RTR frame: the ULP must hear CLOSE, after the
+    // QP reference is gone, and a waiting disconnect must wake.
+    expect(
+        S::Accepting,
+        I::EvClose,
+        go(
+            S::Idle,
+            A::RELEASE_QP | A::DELIVER | A::WAKE_CONNECT_WAITERS,
+        ),
+    );
+    let (s, d) = run(
+        S::ConnRecv,
+        &[I::Accept, I::EvDisconnect, I::EvClose, I::Destroy],
+    );
+    assert_eq!(s, S::Destroying);
+    assert_eq!(d, [I::EvClose]);
 }
 
 #[test]

@@ -215,11 +215,16 @@ fn apply(id: &mut Id, input: Input, outcome: Outcome) -> Result<bool, String> {
                         id.connected = true;
                     }
                     Input::EvClose => {
-                        if !before.connected {
+                        // An accepted child may hear CLOSE without
+                        // ESTABLISHED (the peer closed first); an active
+                        // id never hears it before its CONNECT_REPLY.
+                        if !before.connected && !before.accept_pending {
                             return fail(
-                                "CLOSE before a successful CONNECT_REPLY/ESTABLISHED".into(),
+                                "CLOSE before a successful CONNECT_REPLY/ESTABLISHED or an accept"
+                                    .into(),
                             );
                         }
+                        id.accept_pending = false;
                         if !actions.contains(Actions::RELEASE_QP) {
                             return fail(
                                 "CLOSE delivered before the QP reference is dropped".into(),

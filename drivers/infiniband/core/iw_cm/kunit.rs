@@ -783,6 +783,45 @@ mod tests {
         Ok(())
     }
 
+    /// siw, when the peer asked for an RTR frame and closed before sending
+    /// it: DISCONNECT then CLOSE on an accepted child that never got
+    /// ESTABLISHED.  The ULP hears CLOSE (rdma_cm: DISCONNECTED) with
+    /// iw_cm's QP reference already gone; iwcm.c reaches BUG() here.
+    #[test]
+    fn accepted_child_hears_close_when_the_peer_closes_first() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 14)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+        let child = CHILD.load(SeqCst);
+        let mut p = bindings::iw_cm_conn_param {
+            qpn: FAKE_QPN,
+            ..Default::default()
+        };
+        // SAFETY: the child is ours since its CONNECT_REQUEST.
+        assert_eq!(unsafe { crate::iw_cm_accept(child, &mut p) }, 0);
+        assert_eq!(QP_REFS.load(SeqCst), 1);
+        assert_eq!(upcall(child, EV_DISC, 0), 0);
+        assert_eq!(upcall(child, EV_CLOSE, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        assert_eq!(event(1), (14, EV_CLOSE, 0));
+        assert_eq!(crate::cm_id::PROVIDER_FAULTS.load(SeqCst), faults);
+        provider_release(child);
+        // SAFETY: the test owns both ids.
+        unsafe {
+            crate::iw_destroy_cm_id(child);
+            crate::iw_destroy_cm_id(l);
+        }
+        assert!(wait_live(base));
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
+    }
+
     #[test]
     fn a_blocked_handler_does_not_delay_other_cm_ids() -> Result {
         reset();
@@ -902,7 +941,8 @@ mod tests {
                 ev == EV_DISC || ev == EV_CLOSE
             }
             At::Listen => ev == EV_REQ && status == 0,
-            At::Accepting => ev == EV_EST,
+            // CLOSE too: siw's peer close before an RTR frame.
+            At::Accepting => ev == EV_EST || ev == EV_CLOSE,
             At::Destroyed => true,
             At::Idle | At::Closed | At::ConnRecv => false,
         }

@@ -271,9 +271,20 @@ pub fn step(state: State, input: Input) -> Outcome {
         },
 
         (S::Established | S::Closing, I::EvClose) => go(S::Idle, A::RELEASE_QP | A::DELIVER),
-        // CLOSE before ESTABLISHED/CONNECT_REPLY: C would BUG(); drop the
-        // event but still release the QP so that destroy_qp cannot hang.
-        (S::Accepting | S::ConnSent, I::EvClose) => Outcome::ProviderFault {
+        // CLOSE on an accepted child before ESTABLISHED: siw sends it when
+        // the peer asked for an RTR frame and closed before sending it
+        // (siw_cm.c SIW_CM_WORK_PEER_CLOSE in RDMA_MODE: DISCONNECT, then
+        // CLOSE).  C would BUG(); the ULP hears CLOSE (rdma_cm:
+        // DISCONNECTED), or its queue would wait for ESTABLISHED forever.
+        (S::Accepting, I::EvClose) => go(
+            S::Idle,
+            A::RELEASE_QP | A::DELIVER | A::WAKE_CONNECT_WAITERS,
+        ),
+        // CLOSE before CONNECT_REPLY: C would BUG(); no provider sends it
+        // (siw reports a dropped connection as CONNECT_REPLY -ECONNRESET).
+        // Drop the event but still release the QP so that destroy_qp
+        // cannot hang.
+        (S::ConnSent, I::EvClose) => Outcome::ProviderFault {
             next: S::Idle,
             actions: A::RELEASE_QP | A::WAKE_CONNECT_WAITERS,
         },
