@@ -417,6 +417,12 @@ impl Drop for QueueIb {
 
 /// One send or receive buffer slot; its `ib_cqe` comes back in the work
 /// completion.
+///
+/// # Invariants
+///
+/// `ring` points to the live [`Ring`] whose `slots[index]` is this slot
+/// (slots live inside their ring's allocation and are never moved out), so
+/// a completion handler may go from the `ib_cqe` to the slot and its ring.
 struct Slot {
     cqe: Opaque<bindings::ib_cqe>,
     ring: *const Ring,

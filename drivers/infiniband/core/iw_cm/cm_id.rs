@@ -77,6 +77,13 @@ macro_rules! provider_fault {
 }
 
 /// One provider event, copied out of the provider's `struct iw_cm_event`.
+///
+/// # Invariants
+///
+/// `raw.private_data` is null with `raw.private_data_len == 0`, or points
+/// to the buffer of `pdata` with `raw.private_data_len == pdata.len()`: it
+/// never points at the provider's buffer, which may be freed as soon as the
+/// upcall returns.  (`pdata`'s heap buffer does not move with the `Event`.)
 struct Event {
     raw: bindings::iw_cm_event,
     /// The event's private data, copied in the upcall (the provider may
@@ -84,12 +91,25 @@ struct Event {
     pdata: KVec<u8>,
 }
 
-// SAFETY: `raw.private_data` points into `pdata` (or is null) and
-// `raw.provider_data` is an opaque token of the provider that iw_cm only
-// stores; both may move between threads.
+// SAFETY: `raw.private_data` points into `pdata` or is null (type
+// invariant) and `raw.provider_data` is an opaque token of the provider
+// that iw_cm only stores; both may move between threads.
 unsafe impl Send for Event {}
 
 impl Event {
+    /// Copies `src` with its private data already copied into `pdata`.
+    fn new(src: &bindings::iw_cm_event, pdata: KVec<u8>) -> Self {
+        let mut ev = Self { raw: *src, pdata };
+        // Establishes the type invariant.
+        if ev.pdata.is_empty() {
+            ev.raw.private_data = core::ptr::null_mut();
+            ev.raw.private_data_len = 0;
+        } else {
+            ev.raw.private_data = ev.pdata.as_mut_ptr().cast();
+        }
+        ev
+    }
+
     fn input(&self) -> Option<Input> {
         Some(match self.raw.event {
             bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST => Input::EvConnectRequest,
@@ -102,20 +122,16 @@ impl Event {
             _ => return None,
         })
     }
-
-    /// Points `raw.private_data` at our copy, for delivery.
-    fn fix_private_data(&mut self) {
-        if self.pdata.is_empty() {
-            self.raw.private_data = core::ptr::null_mut();
-            self.raw.private_data_len = 0;
-        } else {
-            self.raw.private_data = self.pdata.as_mut_ptr().cast();
-        }
-    }
 }
 
 /// A fixed-size FIFO of events; its slots are allocated in process context
 /// ([`CmId::reserve_events`]) so that the atomic upcall never allocates one.
+///
+/// # Invariants
+///
+/// `len <= slots.len()`; `head < slots.len()` unless `slots` is empty; the
+/// `len` slots from `head` on (wrapping) hold the queued events in arrival
+/// order, every other slot is `None`.
 struct EventRing {
     /// One slot per event that may be pending: `backlog` of them for a
     /// listener, so kvmalloc'ed (a large backlog must not need one
@@ -180,6 +196,12 @@ impl EventRing {
 }
 
 /// The mutable part of a cm_id, behind `CmId::inner`.
+///
+/// # Invariants
+///
+/// `qp` is `Some` only in a state where [`state::may_hold_qp`] holds;
+/// `handled <= queued`; once `state` is `Destroying` the ring is empty and
+/// has no slots (events are dropped in the upcall) and it never leaves it.
 struct Inner {
     state: State,
     /// iw_cm's QP reference (ConnSent, Accepting, Established, Closing).
@@ -303,12 +325,18 @@ impl CmId {
         raw
     }
 
-    fn container_of(raw: *mut bindings::iw_cm_id) -> *const CmId {
+    /// The `CmId` whose `raw` field `raw` is.
+    ///
+    /// # Safety
+    ///
+    /// `raw` points to the `raw` field of a `CmId` (every `iw_cm_id` this
+    /// module hands out is one); it need not be live for the arithmetic.
+    unsafe fn container_of(raw: *mut bindings::iw_cm_id) -> *const CmId {
         // `Opaque<T>` is `repr(transparent)` over `T`.
         let field = raw.cast::<Opaque<bindings::iw_cm_id>>();
-        // SAFETY: every `iw_cm_id` this module hands out is the `raw` field
-        // of a `CmId` (type invariant), so stepping back to the container
-        // stays inside that allocation.
+        // SAFETY: by the caller's guarantee `raw` is the `raw` field of a
+        // `CmId`, so stepping back to the container stays inside that
+        // allocation.
         unsafe { kernel::container_of!(field, CmId, raw) }
     }
 
@@ -648,9 +676,12 @@ impl CmId {
     /// one runs, for the mapped addresses.
     fn map_ports(&self, active: bool) -> Result {
         let raw = self.raw();
-        // SAFETY: `raw` is live; the ULP does not change the addresses while
-        // it calls listen/connect, and the provider has not seen the id yet.
-        let id = unsafe { &mut *raw };
+        // The fields are read and written through `raw`, never through a
+        // `&mut iw_cm_id`: the struct is shared with the ULP and provider.
+        // SAFETY: `raw` is live (we hold a reference); the ULP set the
+        // addresses before listen/connect and does not change them during
+        // the call, and the provider has not seen the id yet.
+        let (local, remote) = unsafe { ((*raw).local_addr, (*raw).remote_addr) };
         let mut reg = bindings::iwpm_dev_data::default();
         // SAFETY: the device is valid (IwDevice invariant).
         let devname = unsafe { crate::c::iwcm_c_dev_name(self.dev.as_raw().cast()) };
@@ -666,8 +697,11 @@ impl CmId {
         if devname.len() >= reg.dev_name.len() || ifname_len >= reg.if_name.len() {
             return Err(EINVAL);
         }
-        id.m_local_addr = id.local_addr;
-        id.m_remote_addr = id.remote_addr;
+        // SAFETY: as above; nobody else writes the mapped addresses now.
+        unsafe {
+            (*raw).m_local_addr = local;
+            (*raw).m_remote_addr = remote;
+        }
         for (d, s) in reg.dev_name.iter_mut().zip(devname) {
             *d = *s;
         }
@@ -681,10 +715,11 @@ impl CmId {
         if registered != 0 || unsafe { bindings::iwpm_valid_pid() } == 0 {
             return Ok(());
         }
-        id.set_mapped(true);
+        // SAFETY: as above.
+        unsafe { bindings::iw_cm_id::set_mapped_raw(raw, true) };
         let mut pm = bindings::iwpm_sa_data {
-            loc_addr: id.local_addr,
-            rem_addr: id.remote_addr,
+            loc_addr: local,
+            rem_addr: remote,
             ..Default::default()
         };
         // SAFETY: the device is valid (IwDevice invariant).
@@ -703,18 +738,23 @@ impl CmId {
             }
         };
         if status == 0 {
-            id.m_local_addr = pm.mapped_loc_addr;
+            let mut m_remote = remote;
             if active {
-                id.m_remote_addr = pm.mapped_rem_addr;
-                let remote = id.remote_addr;
-                sockaddr::check_wildcard(&pm.mapped_rem_addr, &remote, &mut id.m_remote_addr);
+                m_remote = pm.mapped_rem_addr;
+                sockaddr::check_wildcard(&pm.mapped_rem_addr, &remote, &mut m_remote);
+            }
+            // SAFETY: as above.
+            unsafe {
+                (*raw).m_local_addr = pm.mapped_loc_addr;
+                (*raw).m_remote_addr = m_remote;
             }
         }
-        // SAFETY: both addresses are valid sockaddr_storage values.
+        // SAFETY: `raw` is live; both fields are valid sockaddr_storage
+        // values, which the port mapper only reads.
         kernel::error::to_result(unsafe {
             bindings::iwpm_create_mapinfo(
-                &mut id.local_addr,
-                &mut id.m_local_addr,
+                &raw mut (*raw).local_addr,
+                &raw mut (*raw).m_local_addr,
                 bindings::RDMA_NL_IWCM as u8,
                 pm.flags,
             )
@@ -723,13 +763,21 @@ impl CmId {
 
     /// Removes the port mapper's mapping (iwcm.c destroy_cm_id).
     fn unmap_ports(&self) {
-        // SAFETY: `raw` is live; the id is Destroying, nobody changes it.
-        let id = unsafe { &mut *self.raw() };
-        if id.mapped() {
-            // SAFETY: valid addresses; the mapping was created by map_ports.
+        let raw = self.raw();
+        // SAFETY: `raw` is live; the id is Destroying: nobody changes
+        // `mapped` or the addresses any more.
+        if unsafe { bindings::iw_cm_id::mapped_raw(raw) } {
+            // SAFETY: as above; valid addresses, only read by the port
+            // mapper; the mapping was created by map_ports.
             unsafe {
-                bindings::iwpm_remove_mapinfo(&mut id.local_addr, &mut id.m_local_addr);
-                bindings::iwpm_remove_mapping(&mut id.local_addr, bindings::RDMA_NL_IWCM as u8);
+                bindings::iwpm_remove_mapinfo(
+                    &raw mut (*raw).local_addr,
+                    &raw mut (*raw).m_local_addr,
+                );
+                bindings::iwpm_remove_mapping(
+                    &raw mut (*raw).local_addr,
+                    bindings::RDMA_NL_IWCM as u8,
+                );
             }
         }
     }
@@ -806,12 +854,16 @@ impl CmId {
             let mut ret = 0;
             if actions.contains(Actions::DELIVER) {
                 if input == (Input::EvConnectReply { ok: true }) {
-                    // SAFETY: `raw` is live; the id is ours while delivering.
-                    let id = unsafe { &mut *self.raw() };
-                    id.m_local_addr = ev.raw.local_addr;
-                    id.m_remote_addr = ev.raw.remote_addr;
-                    ev.raw.local_addr = id.local_addr;
-                    ev.raw.remote_addr = id.remote_addr;
+                    let raw = self.raw();
+                    // SAFETY: `raw` is live; only this delivering thread
+                    // writes the addresses of a connecting id (iwcm.c
+                    // cm_conn_rep_handler), through `raw`, not a `&mut`.
+                    unsafe {
+                        (*raw).m_local_addr = ev.raw.local_addr;
+                        (*raw).m_remote_addr = ev.raw.remote_addr;
+                        ev.raw.local_addr = (*raw).local_addr;
+                        ev.raw.remote_addr = (*raw).remote_addr;
+                    }
                 }
                 ret = self.call_ulp(self.raw(), &mut ev);
             }
@@ -851,7 +903,6 @@ impl CmId {
 
     /// Calls the ULP's handler for `raw` (this id or a new child).
     fn call_ulp(&self, raw: *mut bindings::iw_cm_id, ev: &mut Event) -> i32 {
-        ev.fix_private_data();
         // SAFETY: `raw` is live; `cm_handler` was set at creation.
         let handler = unsafe { (*raw).cm_handler };
         match handler {
@@ -878,14 +929,18 @@ impl CmId {
         };
         let craw = child.raw();
         {
-            // SAFETY: the child is new and not yet visible to anyone; the
-            // listener's addresses are stable while it listens.
-            let (c, l) = unsafe { (&mut *craw, &*self.raw()) };
+            let lraw = self.raw();
+            // SAFETY: `lraw` is live; the listener's addresses are stable
+            // while it listens; read through the pointer (the struct is
+            // shared with the ULP).
+            let (l_local, mut l_m_local) = unsafe { ((*lraw).local_addr, (*lraw).m_local_addr) };
+            // SAFETY: the child is new and not yet visible to the ULP or the
+            // provider: this is the only access to it.
+            let c = unsafe { &mut *craw };
             c.provider_data = ev.raw.provider_data;
             c.m_local_addr = ev.raw.local_addr;
             c.m_remote_addr = ev.raw.remote_addr;
-            c.local_addr = l.local_addr;
-            let mut l_m_local = l.m_local_addr;
+            c.local_addr = l_local;
             // SAFETY: valid addresses; the port mapper fills `remote_addr`.
             let ret = unsafe {
                 bindings::iwpm_get_remote_info(
@@ -899,7 +954,7 @@ impl CmId {
                 c.remote_addr = ev.raw.remote_addr;
             } else {
                 let ev_local = ev.raw.local_addr;
-                sockaddr::check_wildcard(&l.m_local_addr, &ev_local, &mut c.local_addr);
+                sockaddr::check_wildcard(&l_m_local, &ev_local, &mut c.local_addr);
                 ev.raw.local_addr = c.local_addr;
                 ev.raw.remote_addr = c.remote_addr;
             }
@@ -998,7 +1053,7 @@ unsafe extern "C" fn cm_event_handler(
             return ENOMEM.to_errno();
         }
     }
-    let mut ev = Some(Event { raw: *src, pdata });
+    let mut ev = Some(Event::new(src, pdata));
     let (queued, no_slots) = {
         let mut g = this.inner.lock();
         // After destroy, events are dropped as iwcm.c's IWCM_F_DROP_EVENTS

@@ -179,8 +179,7 @@ pub unsafe extern "C" fn iw_create_cm_id(
 /// After it returns no callback for this cm_id runs or is running.  It waits
 /// only for this cm_id's own in-flight delivery, and not at all when called
 /// from this cm_id's own `cm_handler`.  Never flushes a shared workqueue;
-/// safe from a WQ_MEM_RECLAIM worker.  May sleep.  A second destroy of the
-/// same cm_id warns and does nothing.
+/// safe from a WQ_MEM_RECLAIM worker.  May sleep.
 ///
 /// # Safety
 ///
@@ -211,7 +210,10 @@ pub unsafe extern "C" fn iw_cm_listen(cm_id: *mut bindings::iw_cm_id, backlog: i
 /// `iw_cm_accept()`: accepts the request delivered with CONNECT_REQUEST.
 ///
 /// Takes iw_cm's reference on the QP `iw_param->qpn`.  ESTABLISHED may be
-/// delivered before this returns.  On error no event is delivered.
+/// delivered before this returns; when it is called from the cm_id's own
+/// CONNECT_REQUEST handler (as rdma_cm's ULPs do), ESTABLISHED is held
+/// until that handler returns, so the handler must not wait for it.  On
+/// error no event is delivered.
 /// Errors: -EINVAL (not a pending request, unknown QP), or the provider's.
 /// May sleep.
 ///
@@ -281,9 +283,11 @@ pub unsafe extern "C" fn iw_cm_connect(
 /// with a reset when `abrupt` is non-zero (QP to ERR).
 ///
 /// CLOSE follows.  Returns 0 when the peer already closed or the id is not
-/// connected; -EINVAL on a listener or a destroyed id.  Waits while this
-/// cm_id's connect/accept is in flight (never from its own handler).  May
-/// sleep.
+/// connected.  Waits while this cm_id's connect/accept is in flight.
+/// Errors: -EINVAL on a listener or a destroyed id, on a connected id with
+/// no QP (a user-mode client's, as iwcm.c), and when called from this
+/// cm_id's own handler while its connect/accept is in flight (where iwcm.c
+/// would wait for itself).  May sleep.
 ///
 /// # Safety
 ///
