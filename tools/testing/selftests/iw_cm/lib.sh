@@ -428,6 +428,26 @@ iwcm_wait_listen() {
 # A line matching REGEX in FILE.
 iwcm_log_has() { grep -qE "$2" "$1" 2>/dev/null; }
 
+# iwcm_rping_ok COUNT: one rping server and client pair over the siw link,
+# COUNT pings (-v); true when both exit 0 and the client printed every
+# ping.  Shows both logs when not.
+iwcm_rping_ok() {
+	local n=$1 srv crc src ok=1
+	local slog=$IWCM_TMP/rping-ok-server.log clog=$IWCM_TMP/rping-ok-client.log
+	iwcm_spawn srv "$slog" rping -s -a "$IWCM_ADDR" -C "$n"
+	if iwcm_wait_listen 7174; then
+		timeout -k 5 60 rping -c -a "$IWCM_ADDR" -C "$n" -v >"$clog" 2>&1
+		crc=$?
+		iwcm_wait "$srv" 30
+		src=$?
+		[ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$(grep -c '^ping data' "$clog")" -eq "$n" ] || ok=0
+	else
+		ok=0
+	fi
+	[ $ok -eq 1 ] || { iwcm_show_log "$slog"; iwcm_show_log "$clog"; }
+	[ $ok -eq 1 ]
+}
+
 # iwcm_stop_all: SIGKILL every process we started that still runs, reap it.
 iwcm_stop_all() {
 	local p

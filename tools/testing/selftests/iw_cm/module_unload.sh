@@ -55,18 +55,6 @@ fi
 
 # Load everything again (iwcm_setup: iw_cm, rdma_cm, rdma_ucm, siw, link).
 iwcm_setup_or_bail
-slog=$IWCM_TMP/server.log
-clog=$IWCM_TMP/client.log
-iwcm_spawn srv "$slog" rping -s -a "$IWCM_ADDR" -C 5
-ok=0
-if iwcm_wait_listen 7174; then
-	timeout -k 5 60 rping -c -a "$IWCM_ADDR" -C 5 -v >"$clog" 2>&1
-	crc=$?
-	iwcm_wait "$srv" 30
-	src=$?
-	[ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$(grep -c '^ping data' "$clog")" -eq 5 ] && ok=1
-fi
-[ $ok -eq 1 ] || { iwcm_show_log "$slog"; iwcm_show_log "$clog"; }
-iwcm_check "reloaded stack carries rping -C 5" [ $ok -eq 1 ]
+iwcm_check "reloaded stack carries rping -C 5" iwcm_rping_ok 5
 
 iwcm_finish

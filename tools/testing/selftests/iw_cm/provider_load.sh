@@ -53,18 +53,6 @@ else
 fi
 
 # The siw link, untouched by the provider's load and unload, still works.
-slog=$IWCM_TMP/server.log
-clog=$IWCM_TMP/client.log
-iwcm_spawn srv "$slog" rping -s -a "$IWCM_ADDR" -C 5
-ok=0
-if iwcm_wait_listen 7174; then
-	timeout -k 5 60 rping -c -a "$IWCM_ADDR" -C 5 -v >"$clog" 2>&1
-	crc=$?
-	iwcm_wait "$srv" 30
-	src=$?
-	[ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$(grep -c '^ping data' "$clog")" -eq 5 ] && ok=1
-fi
-[ $ok -eq 1 ] || { iwcm_show_log "$slog"; iwcm_show_log "$clog"; }
-iwcm_check "siw link carries rping -C 5 afterwards" [ $ok -eq 1 ]
+iwcm_check "siw link carries rping -C 5 afterwards" iwcm_rping_ok 5
 
 iwcm_finish
