@@ -760,12 +760,7 @@ mod tests {
         assert_eq!(ipv4_of(&c.remote_addr), inet(WIRE_REMOTE));
         assert_eq!(ipv4_of(&c.m_local_addr), inet(WIRE_LOCAL));
         assert_eq!(ipv4_of(&c.m_remote_addr), inet(WIRE_REMOTE));
-        let mut p = bindings::iw_cm_conn_param {
-            qpn: FAKE_QPN,
-            ..Default::default()
-        };
-        // SAFETY: the child is ours since its CONNECT_REQUEST.
-        assert_eq!(unsafe { crate::iw_cm_accept(child, &mut p) }, 0);
+        assert_eq!(accept(child), 0);
         assert_eq!(QP_REFS.load(SeqCst), 1);
         assert_eq!(upcall(child, EV_EST, 0), 0);
         assert_eq!(upcall(child, EV_DISC, 0), 0);
@@ -799,12 +794,7 @@ mod tests {
         assert_eq!(upcall(l, EV_REQ, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         let child = CHILD.load(SeqCst);
-        let mut p = bindings::iw_cm_conn_param {
-            qpn: FAKE_QPN,
-            ..Default::default()
-        };
-        // SAFETY: the child is ours since its CONNECT_REQUEST.
-        assert_eq!(unsafe { crate::iw_cm_accept(child, &mut p) }, 0);
+        assert_eq!(accept(child), 0);
         assert_eq!(QP_REFS.load(SeqCst), 1);
         assert_eq!(upcall(child, EV_DISC, 0), 0);
         assert_eq!(upcall(child, EV_CLOSE, 0), 0);
