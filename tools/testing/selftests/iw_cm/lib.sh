@@ -133,15 +133,51 @@ __iwcm_dump_tasks() {
 	iwcm_log "  most CPU time (a spinning task slows every poll under TCG):"
 	timeout 10 ps -eo pid,stat,time,comm --sort=-time 2>/dev/null | head -n 6 |
 		while IFS= read -r l; do iwcm_log "  $l"; done
+	# Every thread of the test's children (rping, perftest: a CM and a CQ
+	# thread each), any task in D state, and any kworker that is running
+	# a work item (its stack is more than the idle worker_thread).
 	for d in /proc/[0-9]*; do
 		p=${d#/proc/}
 		if [ "$p" = $$ ] || [ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = $$ ] ||
 				grep -q '^State:.*D' "$d/status" 2>/dev/null; then
-			iwcm_log "  stack of $p ($(timeout 2 cat "$d/comm" 2>/dev/null)):"
-			timeout 5 sed 's/^/    /' "$d/stack" 2>/dev/null |
-				while IFS= read -r l; do iwcm_log "$l"; done
+			__iwcm_dump_threads "$d"
+		elif grep -q '^kworker' "$d/comm" 2>/dev/null &&
+				timeout 2 grep -qvE 'worker_thread|rescuer_thread|kthread|ret_from_fork|schedule|^\[<0>\] *$' "$d/stack" 2>/dev/null; then
+			__iwcm_dump_threads "$d"
 		fi
 	done
+}
+
+# The kernel stack of every thread of process directory D.
+__iwcm_dump_threads() {
+	local t
+	for t in "$1"/task/[0-9]*; do
+		iwcm_log "  stack of ${1#/proc/}/${t##*/} ($(timeout 2 cat "$t/comm" 2>/dev/null), $(grep '^State:' "$t/status" 2>/dev/null | tr -s '\t ' ' ')):"
+		timeout 5 sed 's/^/    /' "$t/stack" 2>/dev/null |
+			while IFS= read -r l; do iwcm_log "$l"; done
+	done
+}
+
+# iwcm_diag LABEL: what a stalled connection needs for a diagnosis, taken
+# when a wait fails (before the cleanup kills anything): every rdma_cm id
+# and QP of the device with its state, the TCP sockets on the siw link
+# (siw's own, without a process), and the tasks' kernel stacks.
+iwcm_diag() {
+	local l
+	iwcm_log "diag ($1) at $(__iwcm_elapsed "$IWCM_T0") s:"
+	iwcm_rdma_query resource show cm_id | while IFS= read -r l; do iwcm_log "  cm_id: $l"; done
+	iwcm_rdma_query resource show qp | while IFS= read -r l; do iwcm_log "  qp: $l"; done
+	timeout 10 ss -tanoe 2>/dev/null | grep -F "$IWCM_ADDR" | head -n 20 |
+		while IFS= read -r l; do iwcm_log "  tcp: $l"; done
+	__iwcm_dump_tasks
+}
+
+# iwcm_fail_note TEXT: log TEXT and keep it for the recap iwcm_finish
+# prints next to the totals (the end of a long log is what gets read).
+IWCM_FAIL_NOTES=()
+iwcm_fail_note() {
+	iwcm_log "$*"
+	IWCM_FAIL_NOTES+=("$*")
 }
 
 # iwcm_watchdog SECONDS LABEL: in the background, dump the test's tasks
@@ -528,6 +564,10 @@ iwcm_finish() {
 		done
 	fi
 	[ -n "$IWCM_TMP" ] && rm -rf "$IWCM_TMP"
+	local n
+	for n in "${IWCM_FAIL_NOTES[@]}"; do
+		ktap_print_msg "$IWCM_NAME: failure: $n"
+	done
 	ktap_print_msg "$IWCM_NAME: duration $(__iwcm_elapsed "$IWCM_T0") s"
 	ktap_print_totals
 	if [ $((KTAP_TESTNO - 1)) -ne "$KSFT_NUM_TESTS" ]; then
