@@ -16,7 +16,7 @@
 
 ROUNDS=${IWCM_ACCEPT_RACE_ROUNDS:-20}
 
-iwcm_init accept_race 1 rping taskset chrt
+iwcm_init accept_race 2 rping taskset chrt
 iwcm_setup_or_bail
 
 round() {
