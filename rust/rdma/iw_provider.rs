@@ -63,6 +63,17 @@ impl IwDevice {
         unsafe { &(*self.ptr.as_ptr()).ops }
     }
 
+    /// The largest IRD/ORD the device supports: the larger of its
+    /// `attrs.max_qp_rd_atom` and `attrs.max_qp_init_rd_atom`, at most 255
+    /// (`struct iw_cm_event` carries them as `u8`).  Any context.
+    pub(crate) fn max_rd_atom(&self) -> u8 {
+        // SAFETY: by the type invariant the device is valid; `attrs` is
+        // filled in at registration and read-only afterwards.
+        let a = unsafe { &(*self.ptr.as_ptr()).attrs };
+        let m = a.max_qp_rd_atom.max(a.max_qp_init_rd_atom).clamp(0, 255);
+        m as u8
+    }
+
     /// Whether the provider implements every op iw_cm needs.
     pub(crate) fn is_iwarp(&self) -> bool {
         let o = self.ops();

@@ -27,6 +27,7 @@
 use crate::bindings;
 use crate::rdma::iw_provider::{IwDevice, QpRef};
 use crate::rdma::sockaddr;
+use crate::event_check::{self, Faults, Kind, Verdict};
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -76,7 +77,25 @@ macro_rules! provider_fault {
     }};
 }
 
-/// One provider event, copied out of the provider's `struct iw_cm_event`.
+/// Counts a provider fault in the contents of an event (see
+/// [`event_check`]) and logs it once per call site, without a WARN()
+/// backtrace: a peer on the wire can shape these fields through a buggy
+/// provider (siw passes on the MPA reply's IRD/ORD and private data), and a
+/// WARN would let it panic a `panic_on_warn` machine.
+macro_rules! content_fault {
+    ($($arg:tt)*) => {{
+        static WARNED: AtomicBool = AtomicBool::new(false);
+        PROVIDER_FAULTS.fetch_add(1, Ordering::Relaxed);
+        if PROVIDER_FAULTS_EXPECTED.load(Ordering::Relaxed) {
+            pr_info!($($arg)*);
+        } else if !WARNED.swap(true, Ordering::Relaxed) {
+            pr_warn!($($arg)*);
+        }
+    }};
+}
+
+/// One provider event, copied out of the provider's `struct iw_cm_event`
+/// after [`event_check::check`] judged it.
 ///
 /// # Invariants
 ///
@@ -84,11 +103,16 @@ macro_rules! provider_fault {
 /// to the buffer of `pdata` with `raw.private_data_len == pdata.len()`: it
 /// never points at the provider's buffer, which may be freed as soon as the
 /// upcall returns.  (`pdata`'s heap buffer does not move with the `Event`.)
+/// `raw.event` is one of the five event types; `raw.status`, `raw.ird` and
+/// `raw.ord` are the checked values.
 struct Event {
     raw: bindings::iw_cm_event,
     /// The event's private data, copied in the upcall (the provider may
     /// free its buffer as soon as the upcall returns).
     pdata: KVec<u8>,
+    /// The event's addresses passed the check (CONNECT_REQUEST and
+    /// CONNECT_REPLY); otherwise the cm_id's own are used.
+    use_addrs: bool,
 }
 
 // SAFETY: `raw.private_data` points into `pdata` or is null (type
@@ -97,14 +121,24 @@ struct Event {
 unsafe impl Send for Event {}
 
 impl Event {
-    /// Copies `src` with its private data already copied into `pdata`.
-    fn new(src: &bindings::iw_cm_event, pdata: KVec<u8>) -> Self {
-        let mut ev = Self { raw: *src, pdata };
-        // Establishes the type invariant.
+    /// Copies `src` with the checked `status`/`ird`/`ord` and its private
+    /// data already copied into `pdata`.
+    fn new(src: &bindings::iw_cm_event, pdata: KVec<u8>, v: Checked) -> Self {
+        let mut ev = Self {
+            raw: *src,
+            pdata,
+            use_addrs: v.use_addrs,
+        };
+        ev.raw.status = v.status;
+        ev.raw.ird = v.ird;
+        ev.raw.ord = v.ord;
+        // Establishes the type invariant (`pdata` is at most 512 bytes:
+        // it was copied from a `u8` length).
         if ev.pdata.is_empty() {
             ev.raw.private_data = core::ptr::null_mut();
             ev.raw.private_data_len = 0;
         } else {
+            ev.raw.private_data_len = ev.pdata.len() as u8;
             ev.raw.private_data = ev.pdata.as_mut_ptr().cast();
         }
         ev
@@ -242,6 +276,11 @@ pub(crate) struct CmId {
     waiters: CondVar,
     #[pin]
     work: Work<CmId>,
+    /// References the provider holds (`add_ref` minus `rem_ref`): a
+    /// `rem_ref` without a matching `add_ref` is a provider fault and is
+    /// ignored, instead of dropping a reference the ULP or a queued event
+    /// owns (a use-after-free later).
+    provider_refs: AtomicUsize,
 }
 
 // SAFETY: the raw pointers inside (`iw_cm_id`'s context, device, provider
@@ -306,6 +345,7 @@ impl CmId {
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
+                provider_refs: AtomicUsize::new(0),
             }),
             GFP_KERNEL,
         )?;
@@ -641,7 +681,6 @@ impl CmId {
                 _ => (Actions::NONE, None, KVVec::new()),
             }
         };
-        drop(dropped);
         if let Some(qp) = qp.as_ref() {
             if actions.contains(Actions::QP_ERR) {
                 // Abrupt close of the connection (iwcm.c destroy_cm_id).
@@ -657,6 +696,17 @@ impl CmId {
             // request that nobody accepted.
             let _ = unsafe { self.dev.reject(self.raw(), &[]) };
         }
+        // Requests queued on a listener and never delivered: each one
+        // holds a provider object (siw: a reference on its endpoint and the
+        // TCP connection) that only iw_accept/iw_reject give back.  iwcm.c
+        // drops them (IWCM_F_DROP_EVENTS) and the provider keeps them
+        // forever; reject them instead.
+        for ev in dropped.iter().flatten() {
+            if ev.raw.event == bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST {
+                self.reject_undelivered_request(ev);
+            }
+        }
+        drop(dropped);
         // Outside any lock, after the QP state change.
         drop(qp);
         if actions.contains(Actions::UNMAP) {
@@ -668,6 +718,25 @@ impl CmId {
         while g.delivering != 0 && g.delivering != me {
             self.waiters.wait(&mut g);
         }
+    }
+
+    /// Hands the provider object of a CONNECT_REQUEST that no ULP will see
+    /// back to the provider with `iw_reject`, through a cm_id of its own
+    /// (the provider's reject takes the request from `provider_data`).
+    /// Process context, may sleep.
+    fn reject_undelivered_request(&self, ev: &Event) {
+        let Ok(req) = CmId::new(self.dev, None, core::ptr::null_mut()) else {
+            pr_warn!("no memory to reject an undelivered connect request: the provider keeps it\n");
+            return;
+        };
+        // SAFETY: `req` is new and not yet visible to anyone: this is the
+        // only access to its `iw_cm_id`.
+        unsafe { (*req.raw()).provider_data = ev.raw.provider_data };
+        req.inner.lock().state = State::ConnRecv;
+        let _ = req.reject(&[]);
+        req.destroy();
+        // The last reference goes with `req` (or with the provider's, if
+        // its reject took one).
     }
 
     // ---- port mapper (iwpm) ----------------------------------------------
@@ -853,16 +922,23 @@ impl CmId {
 
             let mut ret = 0;
             if actions.contains(Actions::DELIVER) {
-                if input == (Input::EvConnectReply { ok: true }) {
+                if let Input::EvConnectReply { ok } = input {
                     let raw = self.raw();
                     // SAFETY: `raw` is live; only this delivering thread
                     // writes the addresses of a connecting id (iwcm.c
                     // cm_conn_rep_handler), through `raw`, not a `&mut`.
                     unsafe {
-                        (*raw).m_local_addr = ev.raw.local_addr;
-                        (*raw).m_remote_addr = ev.raw.remote_addr;
-                        ev.raw.local_addr = (*raw).local_addr;
-                        ev.raw.remote_addr = (*raw).remote_addr;
+                        if ok && ev.use_addrs {
+                            (*raw).m_local_addr = ev.raw.local_addr;
+                            (*raw).m_remote_addr = ev.raw.remote_addr;
+                        }
+                        // The ULP sees its own addresses on success (as
+                        // iwcm.c), and on failure when the provider's are
+                        // unusable (a provider fault).
+                        if ok || !ev.use_addrs {
+                            ev.raw.local_addr = (*raw).local_addr;
+                            ev.raw.remote_addr = (*raw).remote_addr;
+                        }
                     }
                 }
                 ret = self.call_ulp(self.raw(), &mut ev);
@@ -916,10 +992,8 @@ impl CmId {
     /// CONNECT_REQUEST on a listener: create the child cm_id and deliver
     /// the request on it (`cm_conn_req_handler` in iwcm.c).
     fn connect_request(self: &Arc<Self>, ev: &mut Event) {
-        if ev.raw.status != 0 {
-            provider_fault!("CONNECT_REQUEST with status {}\n", ev.raw.status);
-            return;
-        }
+        // The upcall refused requests with a status, without provider_data
+        // or with unusable addresses (event_check).
         // SAFETY: `raw` is live.
         let (handler, context) = unsafe { ((*self.raw()).cm_handler, (*self.raw()).context) };
         // If the cm_id cannot be created, ignore the request (iwcm.c): the
@@ -1013,24 +1087,154 @@ pub(crate) fn wait_for_all_cm_ids() {
     }
 }
 
-/// The provider's upcall (`cm_id->event_handler`): queue the event for
-/// in-order delivery on this cm_id's work item.
+/// The values of a provider event that passed [`event_check::check`].
+#[derive(Clone, Copy)]
+struct Checked {
+    status: i32,
+    ird: u8,
+    ord: u8,
+    use_addrs: bool,
+}
+
+/// The event type of a raw `iw_cm_event`, `None` for an unknown one.
+fn kind_of(event: u32) -> Option<Kind> {
+    Some(match event {
+        bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST => Kind::ConnectRequest,
+        bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY => Kind::ConnectReply,
+        bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED => Kind::Established,
+        bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT => Kind::Disconnect,
+        bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE => Kind::Close,
+        _ => return None,
+    })
+}
+
+/// Reports the faults `f` found in a provider event of type `event` with
+/// `status` (the provider's values, before correction).
+fn report_event_faults(event: u32, status: i32, f: Faults, pdata_len: u8, refused: bool) {
+    if f.is_empty() {
+        return;
+    }
+    content_fault!(
+        "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
+        event,
+        status,
+        pdata_len,
+        f.bits(),
+        if refused {
+            "refused"
+        } else {
+            "delivered with the faulty fields dropped or corrected"
+        }
+    );
+}
+
+/// Judges and copies one provider event in the upcall: the checked values
+/// and the copied private data, or the errno the upcall returns.
+fn check_and_copy(this: &CmId, src: &bindings::iw_cm_event) -> Result<(Checked, KVec<u8>)> {
+    let Some(kind) = kind_of(src.event) else {
+        report_event_faults(
+            src.event,
+            src.status,
+            Faults::UNKNOWN_EVENT,
+            src.private_data_len,
+            true,
+        );
+        return Err(EINVAL);
+    };
+    let fields = event_check::Fields {
+        kind,
+        status: src.status,
+        pdata_addr: src.private_data as usize,
+        pdata_len: src.private_data_len.into(),
+        ird: src.ird,
+        ord: src.ord,
+        local_family: src.local_addr.ss_family,
+        remote_family: src.remote_addr.ss_family,
+        provider_data: !src.provider_data.is_null(),
+    };
+    let lim = event_check::Limits {
+        max_rd_atom: this.dev.max_rd_atom(),
+    };
+    let (checked, copy_pdata, mut faults) = match event_check::check(&fields, &lim) {
+        Verdict::Refuse(f) => {
+            report_event_faults(src.event, src.status, f, src.private_data_len, true);
+            return Err(EINVAL);
+        }
+        Verdict::Deliver {
+            status,
+            copy_pdata,
+            ird,
+            ord,
+            use_addrs,
+            faults,
+        } => (
+            Checked {
+                status,
+                ird,
+                ord,
+                use_addrs,
+            },
+            copy_pdata,
+            faults,
+        ),
+    };
+    let mut pdata = KVec::new();
+    if copy_pdata {
+        let len = usize::from(src.private_data_len);
+        pdata.reserve(len, GFP_ATOMIC)?;
+        // SAFETY: `pdata` has room for `len` bytes; the helper reads the
+        // untrusted source with copy_from_kernel_nofault() and fails
+        // instead of faulting.
+        let r = unsafe {
+            crate::c::iwcm_c_copy_pdata(
+                pdata.as_mut_ptr().cast(),
+                src.private_data.cast_const(),
+                len,
+            )
+        };
+        if r == 0 {
+            // SAFETY: the helper initialised the first `len` bytes.
+            unsafe { pdata.inc_len(len) };
+        } else {
+            faults = faults.with(Faults::PDATA_BAD_POINTER);
+            if kind == Kind::ConnectRequest {
+                report_event_faults(src.event, src.status, faults, src.private_data_len, true);
+                return Err(EINVAL);
+            }
+        }
+    }
+    report_event_faults(src.event, src.status, faults, src.private_data_len, false);
+    Ok((checked, pdata))
+}
+
+/// The provider's upcall (`cm_id->event_handler`): check the event, copy
+/// it and queue it for in-order delivery on this cm_id's work item.
 ///
 /// Context: process or softirq (siw calls it from its `sk_data_ready`
 /// callback), with or without the provider's spinlocks held; not hard
 /// interrupt context (the cm_id lock is a `spinlock_t`, as in iwcm.c).
 /// Never sleeps, allocates only with GFP_ATOMIC (private data).
 ///
+/// Every field of the event is untrusted (see [`event_check`]): the
+/// private data is copied only when its status allows it, with a
+/// length within the MPA limit, from a pointer that is readable
+/// (`copy_from_kernel_nofault`); malformed fields are provider faults,
+/// warned once and corrected or dropped.
+///
 /// Returns 0; -ENOMEM when the cm_id's preallocated event slots are full
 /// or the private data cannot be copied (as iwcm.c: the provider then
-/// rejects or drops the connection); -EINVAL for a provider fault (a null
-/// pointer, or an event on a cm_id that never listened, connected or
-/// accepted, where iwcm.c reaches `BUG()`), with a warning.
+/// rejects or drops the connection); -EINVAL for a provider fault that
+/// leaves nothing to deliver: a null pointer, an unknown event type, a
+/// malformed CONNECT_REQUEST (the provider keeps and releases its
+/// connection object), or an event on a cm_id that never listened,
+/// connected or accepted (where iwcm.c reaches `BUG()`), with a warning;
+/// -ECONNABORTED for a CONNECT_REQUEST on a listener being destroyed (the
+/// provider releases the request, as for -ENOMEM).
 ///
 /// # Safety
 ///
 /// Called by the provider with a cm_id it holds a reference on and a valid
-/// event.
+/// `struct iw_cm_event` (whose contents are checked here).
 unsafe extern "C" fn cm_event_handler(
     raw: *mut bindings::iw_cm_id,
     event: *mut bindings::iw_cm_event,
@@ -1043,30 +1247,31 @@ unsafe extern "C" fn cm_event_handler(
     let this = unsafe { CmId::borrow(raw) };
     // SAFETY: the event is valid for the duration of the upcall.
     let src = unsafe { &*event };
-    let mut pdata = KVec::new();
-    if src.private_data_len != 0 && !src.private_data.is_null() {
-        // SAFETY: the provider guarantees `private_data_len` bytes.
-        let bytes = unsafe {
-            core::slice::from_raw_parts(src.private_data.cast::<u8>(), src.private_data_len.into())
-        };
-        if pdata.extend_from_slice(bytes, GFP_ATOMIC).is_err() {
-            return ENOMEM.to_errno();
-        }
-    }
-    let mut ev = Some(Event::new(src, pdata));
-    let (queued, no_slots) = {
+    let (checked, pdata) = match check_and_copy(&this, src) {
+        Ok(v) => v,
+        Err(e) => return e.to_errno(),
+    };
+    let is_request = src.event == bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST;
+    let mut ev = Some(Event::new(src, pdata, checked));
+    let (queued, no_slots, refused) = {
         let mut g = this.inner.lock();
-        // After destroy, events are dropped as iwcm.c's IWCM_F_DROP_EVENTS
-        // does; `ev` is freed after the unlock either way.
         if g.state == State::Destroying {
-            (true, false)
+            // A request the listener will never deliver: refused, so
+            // that the provider releases it (siw_proc_mpareq drops its
+            // reference and the connection).  Other events after
+            // destroy are dropped, as iwcm.c's IWCM_F_DROP_EVENTS does;
+            // `ev` is freed after the unlock either way.
+            (is_request, false, is_request)
         } else if g.events.push(&mut ev) {
             g.queued += 1;
-            (true, false)
+            (true, false, false)
         } else {
-            (false, g.events.slots.is_empty())
+            (false, g.events.slots.is_empty(), false)
         }
     };
+    if refused {
+        return ECONNABORTED.to_errno();
+    }
     if no_slots {
         // Slots are reserved by listen, connect and accept: a cm_id
         // without any never gave the provider a reason to call it.
@@ -1091,19 +1296,42 @@ unsafe extern "C" fn cm_event_handler(
 ///
 /// `raw` is a live cm_id of this module (the caller holds a reference).
 unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
+    if raw.is_null() {
+        provider_fault!("add_ref on a null cm_id\n");
+        return;
+    }
     // SAFETY: guaranteed by the caller.
     let b = unsafe { CmId::borrow(raw) };
+    b.provider_refs.fetch_add(1, Ordering::Relaxed);
     let arc: Arc<CmId> = b.into();
     let _ = Arc::into_raw(arc);
 }
 
 /// `cm_id->rem_ref`: the provider drops a reference (may free the cm_id).
-/// Any context.
+/// Any context.  A `rem_ref` beyond the provider's `add_ref`s is a
+/// provider fault, warned once and ignored: it would otherwise drop the
+/// ULP's (or a queued event's) reference and free the cm_id under them.
 ///
 /// # Safety
 ///
-/// The provider owns one reference taken with `add_ref`.
+/// `raw` is a cm_id of this module on which the provider took a reference
+/// with `add_ref` (checked as far as the count goes: an unbalanced call is
+/// caught while the ULP's reference keeps the cm_id alive).
 unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
-    // SAFETY: guaranteed by the caller.
+    if raw.is_null() {
+        provider_fault!("rem_ref on a null cm_id\n");
+        return;
+    }
+    // SAFETY: the provider still holds a reference (checked below), or the
+    // ULP's keeps the cm_id alive while the unbalanced call is caught.
+    let b = unsafe { CmId::borrow(raw) };
+    let dec = b
+        .provider_refs
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    if dec.is_err() {
+        provider_fault!("rem_ref without a matching add_ref: ignored\n");
+        return;
+    }
+    // SAFETY: the provider owned one reference taken with `add_ref`.
     drop(unsafe { CmId::from_raw_ref(raw) });
 }

@@ -12,6 +12,7 @@
 #include <linux/fault-inject.h>
 #include <linux/module.h>
 #include <linux/sysctl.h>
+#include <linux/uaccess.h>
 #include <linux/workqueue.h>
 #include <net/net_namespace.h>
 #include <rdma/iw_cm.h>
@@ -37,6 +38,7 @@ int iwcm_c_init(void);
 void iwcm_c_exit(void);
 const char *iwcm_c_dev_name(struct ib_device *device);
 bool iwcm_c_should_fail_alloc(size_t size);
+int iwcm_c_copy_pdata(void *dst, const void *src, size_t len);
 
 static unsigned int default_backlog = 256;
 
@@ -89,6 +91,20 @@ const char *iwcm_c_dev_name(struct ib_device *device)
 	const char *name = dev_name(&device->dev);
 
 	return name ? name : "";
+}
+
+/*
+ * Copies LEN bytes of a provider event's private data from SRC, an
+ * untrusted pointer (a buggy provider hands iw_cm NULL + 4 when it has no
+ * buffer): copy_from_kernel_nofault() returns an error for a user-space,
+ * unmapped or otherwise unreadable address instead of oopsing.  Any
+ * context (it does not sleep).  0 or -EFAULT.
+ */
+int iwcm_c_copy_pdata(void *dst, const void *src, size_t len)
+{
+	if ((unsigned long)src < PAGE_SIZE)
+		return -EFAULT;
+	return copy_from_kernel_nofault(dst, src, len) ? -EFAULT : 0;
 }
 
 /*

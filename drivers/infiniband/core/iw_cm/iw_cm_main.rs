@@ -25,6 +25,7 @@
 use kernel::{debugfs, prelude::*};
 
 mod cm_id;
+pub mod event_check;
 mod kunit;
 #[path = "../../../../rust/rdma/mod.rs"]
 mod rdma;
@@ -79,6 +80,13 @@ mod c {
         /// `dev_name(&dev->dev)` of a `struct ib_device *`.
         pub(crate) fn iwcm_c_dev_name(dev: *mut core::ffi::c_void) -> *const kernel::ffi::c_char;
         pub(crate) fn iwcm_c_should_fail_alloc(size: usize) -> bool;
+        /// `copy_from_kernel_nofault()` of an untrusted provider pointer:
+        /// 0, or -EFAULT for an unreadable (or first-page) address.
+        pub(crate) fn iwcm_c_copy_pdata(
+            dst: *mut core::ffi::c_void,
+            src: *const core::ffi::c_void,
+            len: usize,
+        ) -> core::ffi::c_int;
     }
 }
 

@@ -63,11 +63,27 @@ mod tests {
     const MODE_BLOCK_TAG1_CLOSE: u32 = 3;
     const MODE_DESTROY_SELF_ON_CLOSE: u32 = 4;
     const MODE_FAIL_CLOSE: u32 = 5;
+    const MODE_DESTROY_LISTENER_IN_REQ: u32 = 6;
     /// Addresses of the last delivered CONNECT_REPLY (see `addr_key`).
     static REPLY_LOCAL: AtomicU64 = AtomicU64::new(0);
     static REPLY_REMOTE: AtomicU64 = AtomicU64::new(0);
     static BLOCKED: AtomicBool = AtomicBool::new(false);
     static RELEASE: AtomicBool = AtomicBool::new(false);
+    /// The last delivered event's status, private data length, sum of its
+    /// private data bytes, ird and ord.
+    static LAST_STATUS: AtomicI32 = AtomicI32::new(0);
+    static LAST_PDATA_LEN: AtomicU32 = AtomicU32::new(0);
+    static LAST_PDATA_SUM: AtomicU32 = AtomicU32::new(0);
+    static LAST_IRD: AtomicU32 = AtomicU32::new(0);
+    static LAST_ORD: AtomicU32 = AtomicU32::new(0);
+    /// Sum of the `provider_data` tokens the fake provider's reject got.
+    static REJECTED_TOKENS: AtomicUsize = AtomicUsize::new(0);
+    /// The listener the MODE_DESTROY_LISTENER_IN_REQ handler destroys.
+    static LISTENER: AtomicPtr<bindings::iw_cm_id> = AtomicPtr::new(ptr::null_mut());
+    /// The provider object of the fake provider's connection requests.
+    const REQ_TOKEN: usize = 0x1000;
+    /// IRD/ORD limit of the fake device (`attrs.max_qp_rd_atom`).
+    const FAKE_MAX_RD_ATOM: i32 = 16;
 
     fn reset() {
         for a in [
@@ -87,6 +103,12 @@ mod tests {
         NCHILDREN.store(0, SeqCst);
         REPLY_LOCAL.store(0, SeqCst);
         REPLY_REMOTE.store(0, SeqCst);
+        LAST_STATUS.store(0, SeqCst);
+        for a in [&LAST_PDATA_LEN, &LAST_PDATA_SUM, &LAST_IRD, &LAST_ORD] {
+            a.store(0, SeqCst);
+        }
+        REJECTED_TOKENS.store(0, SeqCst);
+        LISTENER.store(ptr::null_mut(), SeqCst);
     }
 
     /// Fake provider op.
@@ -154,11 +176,15 @@ mod tests {
     ///
     /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
     unsafe extern "C" fn fake_reject(
-        _id: *mut bindings::iw_cm_id,
+        id: *mut bindings::iw_cm_id,
         _p: *const c_void,
         _l: u8,
     ) -> i32 {
         REJECTS.fetch_add(1, SeqCst);
+        // SAFETY: iw_cm passes a live cm_id; `provider_data` is the token
+        // of the request (as siw_reject reads its endpoint from it).
+        let token = unsafe { (*id).provider_data } as usize;
+        REJECTED_TOKENS.fetch_add(token, SeqCst);
         0
     }
     /// Fake provider op.
@@ -234,6 +260,8 @@ mod tests {
             dev.ops.iw_create_listen = Some(fake_create_listen);
             dev.ops.iw_destroy_listen = Some(fake_destroy_listen);
             dev.ops.modify_qp = Some(fake_modify_qp);
+            dev.attrs.max_qp_rd_atom = FAKE_MAX_RD_ATOM;
+            dev.attrs.max_qp_init_rd_atom = FAKE_MAX_RD_ATOM;
             let mut qp = zeroed_box::<bindings::ib_qp>()?;
             qp.device = &mut *dev;
             let qp_ptr: *mut bindings::ib_qp = &mut *qp;
@@ -281,6 +309,29 @@ mod tests {
             EVENTS[n].store(tag << 32 | u64::from(kind) << 16 | refs, SeqCst);
             NEVENTS.store(n + 1, SeqCst);
         }
+        {
+            // SAFETY: iw_cm passes a valid event; its private data pointer
+            // is null or valid for `private_data_len` bytes (iw_cm's copy).
+            let e = unsafe { &*ev };
+            LAST_STATUS.store(e.status, SeqCst);
+            LAST_PDATA_LEN.store(e.private_data_len.into(), SeqCst);
+            let mut sum = 0u32;
+            if !e.private_data.is_null() {
+                // SAFETY: as above.
+                let b = unsafe {
+                    core::slice::from_raw_parts(
+                        e.private_data.cast::<u8>(),
+                        e.private_data_len.into(),
+                    )
+                };
+                sum = b.iter().map(|&x| u32::from(x)).sum();
+            } else if e.private_data_len != 0 {
+                sum = u32::MAX;
+            }
+            LAST_PDATA_SUM.store(sum, SeqCst);
+            LAST_IRD.store(e.ird.into(), SeqCst);
+            LAST_ORD.store(e.ord.into(), SeqCst);
+        }
         if kind == EV_REPLY {
             // SAFETY: as above; the addresses are plain data.
             let (l, r) = unsafe { (&(*ev).local_addr, &(*ev).remote_addr) };
@@ -301,6 +352,17 @@ mod tests {
             }
             if mode == MODE_FAIL_REQ {
                 return -1;
+            }
+            if mode == MODE_DESTROY_LISTENER_IN_REQ && c == 0 {
+                // Wait until the test queued more requests behind this
+                // one, then destroy the listener from its own delivery.
+                let mut ms = 0;
+                while !RELEASE.load(SeqCst) && ms < 5000 {
+                    fsleep(Delta::from_millis(5));
+                    ms += 5;
+                }
+                // SAFETY: the test handed its listener over to us.
+                unsafe { crate::iw_destroy_cm_id(LISTENER.load(SeqCst)) };
             }
         }
         if kind == EV_CLOSE {
@@ -344,16 +406,32 @@ mod tests {
         )
     }
 
-    fn upcall(id: *mut bindings::iw_cm_id, kind: u32, status: i32) -> i32 {
-        let mut ev = bindings::iw_cm_event {
+    /// A well-formed event of type `kind` with `status`, as siw and
+    /// iw_cxgb4 send it (a request carries its provider object).
+    fn wire_event(kind: u32, status: i32) -> bindings::iw_cm_event {
+        bindings::iw_cm_event {
             event: kind,
             status,
             local_addr: ipv4(WIRE_LOCAL),
             remote_addr: ipv4(WIRE_REMOTE),
+            provider_data: if kind == EV_REQ {
+                REQ_TOKEN as *mut c_void
+            } else {
+                ptr::null_mut()
+            },
             ..Default::default()
-        };
-        // SAFETY: `id` is live and its `event_handler` is iw_cm's.
+        }
+    }
+
+    /// The provider's upcall of `ev` on `id`.
+    fn upcall_ev(id: *mut bindings::iw_cm_id, mut ev: bindings::iw_cm_event) -> i32 {
+        // SAFETY: `id` is live and its `event_handler` is iw_cm's; `ev`
+        // outlives the call.
         unsafe { ((*id).event_handler.unwrap())(id, &mut ev) }
+    }
+
+    fn upcall(id: *mut bindings::iw_cm_id, kind: u32, status: i32) -> i32 {
+        upcall_ev(id, wire_event(kind, status))
     }
 
     /// The provider drops the reference it took in connect/accept.
@@ -1148,6 +1226,381 @@ mod tests {
             bad
         );
         Ok(bad)
+    }
+
+    // ---- bad provider input: the contents of an event --------------------
+
+    /// Private data the tests hand in (bytes 1, 2, 3, ...).
+    static PDATA: [u8; 40] = {
+        let mut a = [0u8; 40];
+        let mut i = 0;
+        while i < 40 {
+            a[i] = i as u8 + 1;
+            i += 1;
+        }
+        a
+    };
+
+    /// The sum of the first `n` bytes of `PDATA`.
+    const fn pdata_sum(n: u32) -> u32 {
+        n * (n + 1) / 2
+    }
+
+    /// A non-canonical x86_64 address: never mapped, and a pointer no
+    /// provider could hand out (copy_from_kernel_nofault refuses it).
+    const UNREADABLE: usize = 0xdead_0000_0000_0000;
+
+    /// What the ULP must hear after one malformed event.
+    struct Want {
+        /// The upcall's return.
+        ret: i32,
+        /// Whether the ULP hears the event (on the cm_id or, for a
+        /// CONNECT_REQUEST, on a new child).
+        delivered: bool,
+        status: i32,
+        pdata_len: u32,
+        pdata_sum: u32,
+        ird: u32,
+        /// Whether it is a provider fault.
+        fault: bool,
+    }
+
+    const fn heard(status: i32, pdata_len: u32, ird: u32, fault: bool) -> Want {
+        Want {
+            ret: 0,
+            delivered: true,
+            status,
+            pdata_len,
+            pdata_sum: pdata_sum(pdata_len),
+            ird,
+            fault,
+        }
+    }
+
+    const REFUSED: Want = Want {
+        ret: -(kernel::bindings::EINVAL as i32),
+        delivered: false,
+        status: 0,
+        pdata_len: 0,
+        pdata_sum: 0,
+        ird: 0,
+        fault: true,
+    };
+
+    fn errno(e: u32) -> i32 {
+        -(e as i32)
+    }
+
+    /// One case: reach `at`, feed `ev`, compare with `want`.
+    fn content_case(name: &str, at: At, ev: bindings::iw_cm_event, want: Want) -> Result<bool> {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let sc = reach(&mut dev, at)?;
+        let first = NEVENTS.load(SeqCst);
+        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let feed = sc.feed;
+        let ret = upcall_ev(feed, ev);
+        // SAFETY: `feed` is live: the test or the provider holds it.
+        let settled = wait_until(|| unsafe { crate::cm_id::CmId::settled(feed) });
+        let heard_n = NEVENTS.load(SeqCst) - first;
+        let faulted = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults;
+        let got = (
+            LAST_STATUS.load(SeqCst),
+            LAST_PDATA_LEN.load(SeqCst),
+            LAST_PDATA_SUM.load(SeqCst),
+            LAST_IRD.load(SeqCst),
+        );
+        let rejects = REJECTS.load(SeqCst);
+        teardown(sc);
+        let mut ok = settled && ret == want.ret && wait_live(base);
+        ok &= QP_REFS.load(SeqCst) == 0;
+        ok &= (faulted > 0) == want.fault;
+        ok &= (heard_n == 1) == want.delivered && heard_n <= 1;
+        if want.delivered {
+            ok &= got == (want.status, want.pdata_len, want.pdata_sum, want.ird);
+        } else if at == At::Listen {
+            // A refused request stays the provider's: never rejected.
+            ok &= rejects == 0;
+        }
+        if !ok {
+            pr_err!(
+                "event contents: {}: ret {} (want {}), heard {}, status/len/sum/ird {:?} (want {:?}), faults {}, live {} (base {}), qp refs {}\n",
+                name,
+                ret,
+                want.ret,
+                heard_n,
+                got,
+                (want.status, want.pdata_len, want.pdata_sum, want.ird),
+                faulted,
+                LIVE.load(SeqCst),
+                base,
+                QP_REFS.load(SeqCst)
+            );
+        }
+        Ok(ok)
+    }
+
+    /// `wire_event` with private data at `addr`, `len` bytes.
+    fn with_pdata(kind: u32, status: i32, addr: usize, len: u8) -> bindings::iw_cm_event {
+        let mut ev = wire_event(kind, status);
+        ev.private_data = addr as *mut c_void;
+        ev.private_data_len = len;
+        ev
+    }
+
+    /// Every field of a provider event is untrusted: private data pointer
+    /// and length per event type and status, impossible statuses, wrong
+    /// address families, ird/ord beyond the device, a request without its
+    /// provider object, an unknown type.  The first case is the malformed
+    /// MPA reply siw passes on (`NULL + 4`, the bogus length minus 4),
+    /// which oopsed iwcm.c and the previous version of this module.
+    #[test]
+    fn malformed_event_contents() -> Result {
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        let r = malformed_event_contents_cases();
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        assert_eq!(r, Ok(0));
+        Ok(())
+    }
+
+    fn malformed_event_contents_cases() -> Result<usize> {
+        use kernel::bindings::{ECONNREFUSED, ECONNRESET, EINVAL, EPROTO};
+        let pd = PDATA.as_ptr() as usize;
+        let mut bad = 0;
+        let mut n = 0;
+        let mut case = |name: &str, at: At, ev: bindings::iw_cm_event, want: Want| -> Result {
+            n += 1;
+            if !content_case(name, at, ev, want)? {
+                bad += 1;
+            }
+            Ok(())
+        };
+        // CONNECT_REPLY.
+        case(
+            "siw's malformed MPA reply: -EINVAL, NULL+4, length 0x54",
+            At::ConnSent,
+            with_pdata(EV_REPLY, errno(EINVAL), 4, 0x54),
+            heard(errno(EINVAL), 0, 0, false),
+        )?;
+        case(
+            "accepted reply, private data at NULL+4",
+            At::ConnSent,
+            with_pdata(EV_REPLY, 0, 4, 10),
+            heard(0, 0, 0, true),
+        )?;
+        case(
+            "accepted reply, unreadable private data pointer",
+            At::ConnSent,
+            with_pdata(EV_REPLY, 0, UNREADABLE, 8),
+            heard(0, 0, 0, true),
+        )?;
+        case(
+            "accepted reply with 40 bytes of private data",
+            At::ConnSent,
+            with_pdata(EV_REPLY, 0, pd, 40),
+            heard(0, 40, 0, false),
+        )?;
+        case(
+            "peer reject with private data, siw (-ECONNRESET)",
+            At::ConnSent,
+            with_pdata(EV_REPLY, errno(ECONNRESET), pd, 20),
+            heard(errno(ECONNRESET), 20, 0, false),
+        )?;
+        case(
+            "peer reject with private data, iw_cxgb4 (-ECONNREFUSED)",
+            At::ConnSent,
+            with_pdata(EV_REPLY, errno(ECONNREFUSED), pd, 20),
+            heard(errno(ECONNREFUSED), 20, 0, false),
+        )?;
+        case(
+            "protocol error with private data: dropped",
+            At::ConnSent,
+            with_pdata(EV_REPLY, errno(EPROTO), pd, 20),
+            heard(errno(EPROTO), 0, 0, false),
+        )?;
+        case(
+            "positive status",
+            At::ConnSent,
+            wire_event(EV_REPLY, 5),
+            heard(errno(EPROTO), 0, 0, true),
+        )?;
+        case(
+            "status below -MAX_ERRNO",
+            At::ConnSent,
+            wire_event(EV_REPLY, -5000),
+            heard(errno(EPROTO), 0, 0, true),
+        )?;
+        let mut ev = wire_event(EV_REPLY, 0);
+        ev.local_addr.ss_family = 0;
+        case(
+            "accepted reply with an AF_UNSPEC local address",
+            At::ConnSent,
+            ev,
+            heard(0, 0, 0, true),
+        )?;
+        let mut ev = wire_event(EV_REPLY, 0);
+        ev.ird = 255;
+        ev.ord = 200;
+        case(
+            "accepted reply, ird/ord beyond the device",
+            At::ConnSent,
+            ev,
+            heard(0, 0, FAKE_MAX_RD_ATOM as u32, true),
+        )?;
+        let mut ev = wire_event(EV_REPLY, 0);
+        ev.ird = FAKE_MAX_RD_ATOM as u8;
+        case(
+            "accepted reply, ird at the device's limit",
+            At::ConnSent,
+            ev,
+            heard(0, 0, FAKE_MAX_RD_ATOM as u32, false),
+        )?;
+        case(
+            "unknown event type",
+            At::ConnSent,
+            wire_event(42, 0),
+            REFUSED,
+        )?;
+        // CONNECT_REQUEST.
+        case(
+            "request, private data at NULL+4",
+            At::Listen,
+            with_pdata(EV_REQ, 0, 4, 8),
+            REFUSED,
+        )?;
+        case(
+            "request, unreadable private data pointer",
+            At::Listen,
+            with_pdata(EV_REQ, 0, UNREADABLE, 8),
+            REFUSED,
+        )?;
+        let mut ev = wire_event(EV_REQ, 0);
+        ev.provider_data = ptr::null_mut();
+        case("request without provider_data", At::Listen, ev, REFUSED)?;
+        let mut ev = wire_event(EV_REQ, 0);
+        ev.local_addr.ss_family = bindings::AF_INET6 as u16;
+        case("request with mixed address families", At::Listen, ev, REFUSED)?;
+        let mut ev = wire_event(EV_REQ, 0);
+        ev.remote_addr.ss_family = 1;
+        ev.local_addr.ss_family = 1;
+        case("request with AF_UNIX addresses", At::Listen, ev, REFUSED)?;
+        case(
+            "request with a status",
+            At::Listen,
+            wire_event(EV_REQ, errno(ECONNRESET)),
+            REFUSED,
+        )?;
+        let mut ev = wire_event(EV_REQ, 0);
+        ev.ird = 200;
+        case(
+            "request, ird beyond the device: clamped",
+            At::Listen,
+            ev,
+            heard(0, 0, FAKE_MAX_RD_ATOM as u32, true),
+        )?;
+        case(
+            "well-formed request with 40 bytes of private data",
+            At::Listen,
+            with_pdata(EV_REQ, 0, pd, 40),
+            heard(0, 40, 0, false),
+        )?;
+        // ESTABLISHED, DISCONNECT, CLOSE.
+        case(
+            "ESTABLISHED with private data",
+            At::Accepting,
+            with_pdata(EV_EST, 0, pd, 5),
+            heard(0, 0, 0, true),
+        )?;
+        case(
+            "ESTABLISHED with a status",
+            At::Accepting,
+            wire_event(EV_EST, errno(ECONNRESET)),
+            heard(0, 0, 0, true),
+        )?;
+        case(
+            "CLOSE with a status below -MAX_ERRNO",
+            At::Established,
+            wire_event(EV_CLOSE, -5000),
+            heard(0, 0, 0, true),
+        )?;
+        let mut ev = wire_event(EV_CLOSE, 0);
+        ev.ird = 3;
+        case("CLOSE with an ird", At::Established, ev, heard(0, 0, 0, true))?;
+        case(
+            "CLOSE with private data at NULL+4",
+            At::Established,
+            with_pdata(EV_CLOSE, 0, 4, 9),
+            heard(0, 0, 0, true),
+        )?;
+        case(
+            "CLOSE -ECONNRESET (iw_cxgb4's abort)",
+            At::Established,
+            wire_event(EV_CLOSE, errno(ECONNRESET)),
+            heard(errno(ECONNRESET), 0, 0, false),
+        )?;
+        pr_info!("event contents: {} cases, {} bad\n", n, bad);
+        Ok(bad)
+    }
+
+    /// A `rem_ref` without a matching `add_ref` (a provider's refcount bug)
+    /// is a fault and is ignored: the cm_id stays alive for its ULP.
+    #[test]
+    fn unbalanced_rem_ref_is_ignored() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 30)?;
+        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        provider_release(id);
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        assert_eq!(crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults, 1);
+        assert_eq!(LIVE.load(SeqCst), base + 1);
+        // The id still works: connect, the provider's add_ref/rem_ref.
+        assert_eq!(connect(id), 0);
+        provider_release(id);
+        // SAFETY: the test owns `id`.
+        unsafe { crate::iw_destroy_cm_id(id) };
+        assert!(wait_live(base));
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
+    }
+
+    /// A listener destroyed with CONNECT_REQUESTs queued and never
+    /// delivered hands each one back to the provider with iw_reject
+    /// (iwcm.c drops them: the provider's endpoint and connection leak);
+    /// a request arriving after destroy is refused.
+    #[test]
+    fn destroyed_listener_rejects_its_undelivered_requests() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 31)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { crate::iw_cm_listen(l, 4) }, 0);
+        LISTENER.store(l, SeqCst);
+        MODE.store(MODE_DESTROY_LISTENER_IN_REQ, SeqCst);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        for token in [0x2000usize, 0x3000] {
+            let mut ev = wire_event(EV_REQ, 0);
+            ev.provider_data = token as *mut c_void;
+            assert_eq!(upcall_ev(l, ev), 0);
+        }
+        // The first request's handler destroys the listener now.
+        RELEASE.store(true, SeqCst);
+        assert!(wait_until(|| UNLISTENS.load(SeqCst) == 1));
+        assert!(wait_until(|| REJECTS.load(SeqCst) == 2));
+        assert_eq!(REJECTED_TOKENS.load(SeqCst), 0x5000);
+        // Only the first request reached the ULP.
+        assert_eq!(NCHILDREN.load(SeqCst), 1);
+        let child = CHILD.load(SeqCst);
+        // SAFETY: the child is the test's since its CONNECT_REQUEST.
+        unsafe { crate::iw_destroy_cm_id(child) };
+        assert_eq!(REJECTS.load(SeqCst), 3);
+        assert_eq!(REJECTED_TOKENS.load(SeqCst), 0x5000 + REQ_TOKEN);
+        assert!(wait_live(base));
+        Ok(())
     }
 
     #[test]

@@ -1,0 +1,67 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# A stopped listener with more requests than its backlog, killed after the
+# requests timed out (issue 10's second input): an rping server (listen
+# backlog 3) is stopped with SIGSTOP, six rping clients connect to it (the
+# requests beyond the backlog are rejected, the others wait in ucma's
+# queue until the clients' MPA timeout, 10 s), and after the clients have
+# given up the server gets SIGKILL: ucma destroys the listener, then its
+# never-accepted requests.  Every client must end with REJECTED or
+# UNREACHABLE; nothing may be left behind and no warning may appear
+# (siw_cep_put's refcount underflow was seen here with an earlier version of
+# the Rust iw_cm).  IWCM_KILLED_LISTENER_ROUNDS rounds (default 2).
+. "$(dirname "$0")/lib.sh"
+
+ROUNDS=${IWCM_KILLED_LISTENER_ROUNDS:-2}
+iwcm_init killed_listener "$ROUNDS" rping
+iwcm_setup_or_bail
+
+PORT=7100
+for r in $(seq "$ROUNDS"); do
+	PORT=$((PORT + 1))
+	t0=$(__iwcm_now)
+	ok=1
+	slog=$IWCM_TMP/server-$r.log
+	iwcm_spawn srv "$slog" rping -s -a "$IWCM_ADDR" -p $PORT -C 1
+	if ! iwcm_wait_listen $PORT; then
+		iwcm_log "round $r: rping server did not listen"
+		ok=0
+	fi
+	kill -STOP "$srv"
+	cpids=()
+	for i in 1 2 3 4 5 6; do
+		timeout 60 rping -c -a "$IWCM_ADDR" -p $PORT -C 1 >"$IWCM_TMP/client-$r-$i.log" 2>&1 &
+		cpids+=($!)
+	done
+	for p in "${cpids[@]}"; do
+		iwcm_wait "$p" 70 >/dev/null
+	done
+	rej=$(cat "$IWCM_TMP"/client-"$r"-*.log | grep -c "RDMA_CM_EVENT_REJECTED")
+	unr=$(cat "$IWCM_TMP"/client-"$r"-*.log | grep -c "RDMA_CM_EVENT_UNREACHABLE")
+	iwcm_log "round $r: clients done after $(__iwcm_elapsed "$t0") s: $rej REJECTED, $unr UNREACHABLE"
+	[ $((rej + unr)) -eq 6 ] || ok=0
+	# The server's endpoints of the unanswered requests: their clients
+	# have gone (MPA timeout), siw's own MPA timer has fired.
+	sleep 2
+	kill -KILL "$srv"
+	iwcm_wait "$srv" 30 >/dev/null
+	if ! iwcm_wait_for 20 __iwcm_no_dev_cm_ids; then
+		iwcm_log "round $r: rdma_cm ids left after the kill"
+		ok=0
+	fi
+	splats=$(iwcm_new_splats)
+	if [ -n "$splats" ]; then
+		printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
+		ok=0
+	fi
+	if [ $ok -eq 1 ]; then
+		ktap_test_pass "round $r: 6 clients on a stopped backlog-3 listener refused ($rej REJECTED, $unr UNREACHABLE), listener killed, no warning"
+	else
+		for i in 1 2 3 4 5 6; do iwcm_show_log "$IWCM_TMP/client-$r-$i.log" 5; done
+		ktap_test_fail "round $r: 6 clients on a stopped backlog-3 listener, listener killed, no warning"
+	fi
+	iwcm_stop_all
+done
+
+iwcm_finish

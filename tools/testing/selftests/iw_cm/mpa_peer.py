@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+"""A broken or malicious MPA peer (RFC 5044, with the MPA v2 extension of
+RFC 6581) on plain TCP, for the iw_cm selftests (hostile_peer.sh).
+
+As a server it plays the passive side against an rdma_cm client (rping -c):
+it reads the client's MPA request and answers with the chosen fault.  As a
+client it plays the active side against an rdma_cm listener (rping -s -P):
+it sends the chosen malformed request and reads what comes back.  It never
+speaks DDP/RDMAP: a connection that does get established is closed (or
+reset) by the peer after a moment.
+
+  mpa_peer.py server CASE ADDR PORT [--timeout S]
+  mpa_peer.py client CASE ADDR PORT [--timeout S]
+  mpa_peer.py list server|client
+
+Prints one line per step ("peer: ...") and exits 0 when it could play its
+part (a TCP connection was made), 1 otherwise.
+"""
+
+import argparse
+import socket
+import struct
+import sys
+import time
+
+KEY_REQ = b"MPA ID Req Frame"
+KEY_REP = b"MPA ID Rep Frame"
+F_MARKERS = 0x8000
+F_CRC = 0x4000
+F_REJECT = 0x2000
+F_ENHANCED = 0x1000
+V2_PEER_TO_PEER = 0x8000
+V2_WRITE_RTR = 0x8000
+V2_READ_RTR = 0x4000
+IRD_ORD_MASK = 0x3FFF
+MPA_MAX_PRIVDATA = 512
+
+
+def log(msg):
+    print("peer: " + msg, flush=True)
+
+
+def frame(key, bits, pdata, pd_len=None):
+    """An MPA request/reply frame: key, bits (flags | revision), pd_len."""
+    if pd_len is None:
+        pd_len = len(pdata)
+    return key + struct.pack(">HH", bits, pd_len) + pdata
+
+
+def v2(ird, ord_):
+    return struct.pack(">HH", ird, ord_)
+
+
+def recv_exact(s, n, timeout):
+    s.settimeout(timeout)
+    buf = b""
+    while len(buf) < n:
+        try:
+            chunk = s.recv(n - len(buf))
+        except (socket.timeout, ConnectionError, OSError):
+            break
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def read_frame(s, timeout):
+    """Reads one MPA frame; returns (key, bits, pd_len, pdata) or None."""
+    hdr = recv_exact(s, 20, timeout)
+    if len(hdr) < 20:
+        log("frame: %d header bytes, then nothing" % len(hdr))
+        return None
+    key = hdr[:16]
+    bits, pd_len = struct.unpack(">HH", hdr[16:20])
+    pdata = b""
+    if pd_len <= MPA_MAX_PRIVDATA:
+        pdata = recv_exact(s, pd_len, timeout)
+    log("frame: key %r, bits %#06x (rev %d), pd_len %d, %d bytes of private data"
+        % (key, bits, bits & 0xFF, pd_len, len(pdata)))
+    return key, bits, pd_len, pdata
+
+
+def reset(s):
+    """Closes with an RST (SO_LINGER 0)."""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+def valid_reply(req):
+    """A well-formed MPA v2 reply to request `req` (what siw would send)."""
+    _, bits, _, pdata = req
+    ird = ord_ = 8
+    if bits & F_ENHANCED and len(pdata) >= 4:
+        rird, rord = struct.unpack(">HH", pdata[:4])
+        ird = rord & IRD_ORD_MASK
+        ord_ = rird & IRD_ORD_MASK
+        if rird & V2_PEER_TO_PEER:
+            ird |= V2_PEER_TO_PEER
+            ord_ |= V2_WRITE_RTR if rord & V2_WRITE_RTR else V2_READ_RTR
+        return frame(KEY_REP, F_ENHANCED | 2, v2(ird, ord_))
+    return frame(KEY_REP, 1, b"")
+
+
+# ---- the passive side's faults (against an rdma_cm client) --------------
+
+def srv_garbage(s, req):
+    s.sendall(b"X" * 64)
+
+
+def srv_overlong_pd_len(s, req):
+    s.sendall(frame(KEY_REP, F_ENHANCED | 2, v2(8, 8) + b"P" * 596, pd_len=600))
+
+
+def srv_reject(s, req):
+    s.sendall(frame(KEY_REP, F_REJECT | 2, b""))
+
+
+def srv_reject_pdata(s, req):
+    s.sendall(frame(KEY_REP, F_REJECT | F_ENHANCED | 2, v2(8, 8) + b"go away, full"))
+
+
+def srv_wrong_key(s, req):
+    s.sendall(frame(KEY_REQ, F_ENHANCED | 2, v2(8, 8)))
+
+
+def srv_bad_revision(s, req):
+    s.sendall(frame(KEY_REP, F_ENHANCED | 7, v2(8, 8)))
+
+
+def srv_truncated(s, req):
+    s.sendall(valid_reply(req)[:10])
+
+
+def srv_truncated_pdata(s, req):
+    s.sendall(frame(KEY_REP, F_ENHANCED | 2, v2(8, 8) + b"p" * 26, pd_len=100))
+
+
+def srv_reply_then_rst(s, req):
+    s.sendall(valid_reply(req))
+    time.sleep(0.5)
+
+
+def srv_huge_ird_ord(s, req):
+    # The responder's IRD 0x3fff becomes the initiator's ORD: upstream siw
+    # accepts it unclamped (relaxed IRD negotiation) and reports it to the
+    # IWCM as a truncated u8 beyond the device's max_ord.
+    s.sendall(frame(KEY_REP, F_ENHANCED | 2, v2(IRD_ORD_MASK, 1)))
+    time.sleep(0.5)
+
+
+def srv_enhanced_no_pdata(s, req):
+    s.sendall(frame(KEY_REP, F_ENHANCED | 2, b""))
+
+
+def srv_enhanced_short_pdata(s, req):
+    s.sendall(frame(KEY_REP, F_ENHANCED | 2, b"\x00\x08"))
+
+
+def srv_silence(s, req):
+    pass
+
+
+# name: (function, how the connection ends: close | rst | hold)
+SERVER_CASES = {
+    "garbage": (srv_garbage, "close"),
+    "overlong_pd_len": (srv_overlong_pd_len, "close"),
+    "reject": (srv_reject, "close"),
+    "reject_pdata": (srv_reject_pdata, "close"),
+    "wrong_key": (srv_wrong_key, "close"),
+    "bad_revision": (srv_bad_revision, "close"),
+    "truncated": (srv_truncated, "close"),
+    "truncated_pdata": (srv_truncated_pdata, "close"),
+    "reply_then_rst": (srv_reply_then_rst, "rst"),
+    "huge_ird_ord": (srv_huge_ird_ord, "close"),
+    "enhanced_no_pdata": (srv_enhanced_no_pdata, "close"),
+    "enhanced_short_pdata": (srv_enhanced_short_pdata, "close"),
+    "silence": (srv_silence, "hold"),
+}
+
+
+# ---- the active side's faults (against an rdma_cm listener) --------------
+
+def req_v2(ulp=b""):
+    return frame(KEY_REQ, F_ENHANCED | 2, v2(8, 8) + ulp)
+
+
+CLIENT_CASES = {
+    "garbage": (b"X" * 64, "close"),
+    "overlong_pd_len": (frame(KEY_REQ, F_ENHANCED | 2, v2(8, 8) + b"P" * 596, pd_len=600), "close"),
+    "wrong_key": (frame(KEY_REP, F_ENHANCED | 2, v2(8, 8)), "close"),
+    "bad_revision": (frame(KEY_REQ, F_ENHANCED | 7, v2(8, 8)), "close"),
+    "markers": (frame(KEY_REQ, F_MARKERS | F_ENHANCED | 2, v2(8, 8)), "close"),
+    "enhanced_short_pdata": (frame(KEY_REQ, F_ENHANCED | 2, b"\x00\x08"), "close"),
+    "truncated": (req_v2()[:10], "close"),
+    "truncated_hold": (req_v2()[:10], "hold"),
+    "truncated_pdata": (frame(KEY_REQ, F_ENHANCED | 2, v2(8, 8) + b"p" * 26, pd_len=100), "close"),
+    "request_then_rst": (req_v2(b"hello"), "rst"),
+    "long_pdata": (req_v2(b"L" * 300), "close"),
+    "huge_ird_ord": (frame(KEY_REQ, F_ENHANCED | 2, v2(IRD_ORD_MASK, IRD_ORD_MASK)), "close"),
+}
+
+
+def end(s, how, hold_s):
+    if how == "rst":
+        log("closing with RST")
+        reset(s)
+        return
+    if how == "hold":
+        log("holding the connection silent for %.0f s" % hold_s)
+        s.settimeout(hold_s)
+        try:
+            while s.recv(4096):
+                pass
+        except (socket.timeout, OSError):
+            pass
+    log("closing")
+    s.close()
+
+
+def run_server(case, addr, port, timeout):
+    fn, how = SERVER_CASES[case]
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((addr, port))
+    ls.listen(4)
+    ls.settimeout(timeout)
+    log("server %s listening on %s:%d" % (case, addr, port))
+    try:
+        s, peer = ls.accept()
+    except socket.timeout:
+        log("no connection within %d s" % timeout)
+        return 1
+    log("connection from %s:%d" % peer)
+    req = read_frame(s, timeout)
+    if req is None:
+        req = (b"", 0, 0, b"")
+    fn(s, req)
+    end(s, how, min(timeout, 15))
+    ls.close()
+    return 0
+
+
+def run_client(case, addr, port, timeout):
+    data, how = CLIENT_CASES[case]
+    s = socket.create_connection((addr, port), timeout=timeout)
+    log("client %s connected to %s:%d, sending %d bytes" % (case, addr, port, len(data)))
+    s.sendall(data)
+    if how == "hold":
+        end(s, how, min(timeout, 8))
+        return 0
+    rep = read_frame(s, 3)
+    if rep is not None and rep[1] & F_REJECT:
+        log("rejected by the listener")
+    end(s, how, 0)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("role", choices=["server", "client", "list"])
+    ap.add_argument("case")
+    ap.add_argument("addr", nargs="?")
+    ap.add_argument("port", nargs="?", type=int)
+    ap.add_argument("--timeout", type=float, default=30)
+    a = ap.parse_args()
+    if a.role == "list":
+        print(" ".join(SERVER_CASES if a.case == "server" else CLIENT_CASES))
+        return 0
+    try:
+        if a.role == "server":
+            return run_server(a.case, a.addr, a.port, a.timeout)
+        return run_client(a.case, a.addr, a.port, a.timeout)
+    except OSError as e:
+        log("socket error: %s" % e)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
