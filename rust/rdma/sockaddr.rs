@@ -8,7 +8,8 @@
 use crate::bindings;
 use crate::bindings::__kernel_sockaddr_storage as sockaddr_storage;
 
-fn family(a: &sockaddr_storage) -> u32 {
+/// The address family (`ss_family`) of `a`.
+pub(crate) fn family(a: &sockaddr_storage) -> u32 {
     // SAFETY: `ss_family` is the first member of every sockaddr variant of
     // the `sockaddr_storage` union-like struct; reading it is always valid.
     u32::from(unsafe { a.__bindgen_anon_1.__bindgen_anon_1.ss_family })

@@ -1148,8 +1148,8 @@ fn check_and_copy(this: &CmId, src: &bindings::iw_cm_event) -> Result<(Checked, 
         pdata_len: src.private_data_len.into(),
         ird: src.ird,
         ord: src.ord,
-        local_family: src.local_addr.ss_family,
-        remote_family: src.remote_addr.ss_family,
+        local_family: sockaddr::family(&src.local_addr) as u16,
+        remote_family: sockaddr::family(&src.remote_addr) as u16,
         provider_data: !src.provider_data.is_null(),
     };
     let lim = event_check::Limits {

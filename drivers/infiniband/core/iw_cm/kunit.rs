@@ -1341,6 +1341,13 @@ mod tests {
         Ok(ok)
     }
 
+    /// Sets the address family of `s`.
+    fn set_family(s: &mut SockAddr, family: u16) {
+        // SAFETY: `ss_family` is the first member of every variant of the
+        // `sockaddr_storage` union; `s` is exclusively ours.
+        unsafe { s.__bindgen_anon_1.__bindgen_anon_1.ss_family = family };
+    }
+
     /// `wire_event` with private data at `addr`, `len` bytes.
     fn with_pdata(kind: u32, status: i32, addr: usize, len: u8) -> bindings::iw_cm_event {
         let mut ev = wire_event(kind, status);
@@ -1432,7 +1439,7 @@ mod tests {
             heard(errno(EPROTO), 0, 0, true),
         )?;
         let mut ev = wire_event(EV_REPLY, 0);
-        ev.local_addr.ss_family = 0;
+        set_family(&mut ev.local_addr, 0);
         case(
             "accepted reply with an AF_UNSPEC local address",
             At::ConnSent,
@@ -1479,11 +1486,11 @@ mod tests {
         ev.provider_data = ptr::null_mut();
         case("request without provider_data", At::Listen, ev, REFUSED)?;
         let mut ev = wire_event(EV_REQ, 0);
-        ev.local_addr.ss_family = bindings::AF_INET6 as u16;
+        set_family(&mut ev.local_addr, bindings::AF_INET6 as u16);
         case("request with mixed address families", At::Listen, ev, REFUSED)?;
         let mut ev = wire_event(EV_REQ, 0);
-        ev.remote_addr.ss_family = 1;
-        ev.local_addr.ss_family = 1;
+        set_family(&mut ev.remote_addr, 1);
+        set_family(&mut ev.local_addr, 1);
         case("request with AF_UNIX addresses", At::Listen, ev, REFUSED)?;
         case(
             "request with a status",

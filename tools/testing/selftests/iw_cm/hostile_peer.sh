@@ -42,7 +42,7 @@ n_cli=$(wc -w <<<"$CLIENT_CASES")
 # Part 1 (test siw): setup + cases + well-behaved client + 3 checks.
 # Part 2 (upstream siw): setup + cases + well-behaved client (+ the 3 of
 # iwcm_finish, counted by lib.sh).
-iwcm_init hostile_peer $((1 + n_srv + n_cli + 1 + 3 + 1 + n_srv - n_crash + n_cli + 1)) rping python3
+iwcm_init hostile_peer $((1 + n_srv + 1 + n_cli + 1 + 3 + 1 + n_srv - n_crash + 1 + n_cli + 1)) rping rdma_client python3
 iwcm_setup_or_bail
 
 # What the rdma_cm client must see per server case.  rdma_cm (cma.c
@@ -102,6 +102,33 @@ client_case() {
 	iwcm_stop_all
 }
 
+# rdma_client_case SIW: the issue's own reproducer, rdma_client (rdma-core's
+# librdmacm example), against the garbage server: rdma_connect() must fail,
+# and the client must exit.
+rdma_client_case() {
+	local siw=$1 peer crc ok=1
+	local plog=$IWCM_TMP/srv-rdma_client-$siw.log clog=$IWCM_TMP/rdma_client-$siw.log
+	PORT_SRV=$((PORT_SRV + 1))
+	iwcm_spawn peer "$plog" python3 "$PEER" server garbage "$IWCM_ADDR" $PORT_SRV --timeout 30
+	if ! iwcm_wait_for 10 iwcm_log_has "$plog" "listening on"; then
+		ok=0
+	else
+		timeout -k 5 45 rdma_client -s "$IWCM_ADDR" -p $PORT_SRV >"$clog" 2>&1
+		crc=$?
+		iwcm_log "rdma_client against the garbage server ($siw siw): exit $crc: $(grep -iE 'rdma_connect|error|fail' "$clog" | head -n1)"
+		[ "$crc" -ne 0 ] && [ "$crc" -ne 124 ] && [ "$crc" -ne 137 ] || ok=0
+		iwcm_wait "$peer" 20 >/dev/null
+	fi
+	if [ $ok -eq 1 ]; then
+		ktap_test_pass "rdma_client against a garbage MPA reply ($siw siw): connect fails, client exits (exit $crc)"
+	else
+		iwcm_show_log "$plog"
+		iwcm_show_log "$clog"
+		ktap_test_fail "rdma_client against a garbage MPA reply ($siw siw): connect fails, client exits"
+	fi
+	iwcm_stop_all
+}
+
 # listener_cases SIW: mpa_peer.py client CASE against rping -s -P, one
 # result per case (the listener must still be there), then a well-behaved
 # rping client must connect.
@@ -144,6 +171,7 @@ listener_cases() {
 for c in $SERVER_CASES; do
 	client_case "$c" test
 done
+rdma_client_case test
 listener_cases test
 iwcm_check_no_leak
 splats=$(iwcm_new_splats)
@@ -155,7 +183,7 @@ else
 fi
 
 # ---- part 2: upstream siw ------------------------------------------------
-n2=$((1 + n_srv - n_crash + n_cli + 1))
+n2=$((1 + n_srv - n_crash + 1 + n_cli + 1))
 if [ "$IWCM_IMPL" != rust ]; then
 	for _ in $(seq "$n2"); do
 		ktap_test_skip "upstream siw with the C iw_cm: the malformed MPA reply (garbage) oopses the kernel in cm_event_handler (NULL + 4 private data), so the C suite runs hostile peers with the test siw only"
@@ -176,6 +204,7 @@ if rmmod siw && IWCM_SIW=stock && iwcm_setup; then
 		case " $SIW_CRASHERS " in *" $c "*) continue ;; esac
 		client_case "$c" upstream
 	done
+	rdma_client_case upstream
 	listener_cases upstream
 else
 	ktap_test_fail "setup with upstream siw"
