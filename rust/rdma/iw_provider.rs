@@ -70,7 +70,7 @@ impl IwDevice {
         // SAFETY: by the type invariant the device is valid; `attrs` is
         // filled in at registration and read-only afterwards.
         let a = unsafe { &(*self.ptr.as_ptr()).attrs };
-        let m = a.max_qp_rd_atom.max(a.max_qp_init_rd_atom).clamp(0, 255);
+        let m = a.max_qp_rd_atom.max(a.max_qp_init_rd_atom).min(255);
         m as u8
     }
 

@@ -25,9 +25,9 @@
 //! for that delivery unless it is that very thread.
 
 use crate::bindings;
+use crate::event_check::{self, Faults, Kind, Verdict};
 use crate::rdma::iw_provider::{IwDevice, QpRef};
 use crate::rdma::sockaddr;
-use crate::event_check::{self, Faults, Kind, Verdict};
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -1178,7 +1178,7 @@ fn check_and_copy(this: &CmId, src: &bindings::iw_cm_event) -> Result<(Checked, 
             faults,
         ),
     };
-    let mut pdata = KVec::new();
+    let mut pdata = KVec::<u8>::new();
     if copy_pdata {
         let len = usize::from(src.private_data_len);
         pdata.reserve(len, GFP_ATOMIC)?;

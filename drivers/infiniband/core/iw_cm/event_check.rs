@@ -189,9 +189,7 @@ const fn is_errno(status: i32) -> bool {
 pub const fn pdata_allowed(kind: Kind, status: i32) -> bool {
     match kind {
         Kind::ConnectRequest => status == 0,
-        Kind::ConnectReply => {
-            status == 0 || status == -ECONNRESET || status == -ECONNREFUSED
-        }
+        Kind::ConnectReply => status == 0 || status == -ECONNRESET || status == -ECONNREFUSED,
         Kind::Established | Kind::Disconnect | Kind::Close => false,
     }
 }

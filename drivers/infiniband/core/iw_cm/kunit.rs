@@ -83,7 +83,7 @@ mod tests {
     /// The provider object of the fake provider's connection requests.
     const REQ_TOKEN: usize = 0x1000;
     /// IRD/ORD limit of the fake device (`attrs.max_qp_rd_atom`).
-    const FAKE_MAX_RD_ATOM: i32 = 16;
+    const FAKE_MAX_RD_ATOM: u32 = 16;
 
     fn reset() {
         for a in [
@@ -1313,12 +1313,13 @@ mod tests {
         );
         let rejects = REJECTS.load(SeqCst);
         teardown(sc);
+        let wanted = (want.status, want.pdata_len, want.pdata_sum, want.ird);
         let mut ok = settled && ret == want.ret && wait_live(base);
         ok &= QP_REFS.load(SeqCst) == 0;
         ok &= (faulted > 0) == want.fault;
         ok &= (heard_n == 1) == want.delivered && heard_n <= 1;
         if want.delivered {
-            ok &= got == (want.status, want.pdata_len, want.pdata_sum, want.ird);
+            ok &= got == wanted;
         } else if at == At::Listen {
             // A refused request stays the provider's: never rejected.
             ok &= rejects == 0;
@@ -1331,7 +1332,7 @@ mod tests {
                 want.ret,
                 heard_n,
                 got,
-                (want.status, want.pdata_len, want.pdata_sum, want.ird),
+                wanted,
                 faulted,
                 LIVE.load(SeqCst),
                 base,
@@ -1343,9 +1344,9 @@ mod tests {
 
     /// Sets the address family of `s`.
     fn set_family(s: &mut SockAddr, family: u16) {
-        // SAFETY: `ss_family` is the first member of every variant of the
-        // `sockaddr_storage` union; `s` is exclusively ours.
-        unsafe { s.__bindgen_anon_1.__bindgen_anon_1.ss_family = family };
+        // `ss_family` is the first member of every variant of the
+        // `sockaddr_storage` union (a plain write, no unsafe needed).
+        s.__bindgen_anon_1.__bindgen_anon_1.ss_family = family;
     }
 
     /// `wire_event` with private data at `addr`, `len` bytes.
@@ -1453,7 +1454,7 @@ mod tests {
             "accepted reply, ird/ord beyond the device",
             At::ConnSent,
             ev,
-            heard(0, 0, FAKE_MAX_RD_ATOM as u32, true),
+            heard(0, 0, FAKE_MAX_RD_ATOM, true),
         )?;
         let mut ev = wire_event(EV_REPLY, 0);
         ev.ird = FAKE_MAX_RD_ATOM as u8;
@@ -1461,7 +1462,7 @@ mod tests {
             "accepted reply, ird at the device's limit",
             At::ConnSent,
             ev,
-            heard(0, 0, FAKE_MAX_RD_ATOM as u32, false),
+            heard(0, 0, FAKE_MAX_RD_ATOM, false),
         )?;
         case(
             "unknown event type",
@@ -1487,7 +1488,12 @@ mod tests {
         case("request without provider_data", At::Listen, ev, REFUSED)?;
         let mut ev = wire_event(EV_REQ, 0);
         set_family(&mut ev.local_addr, bindings::AF_INET6 as u16);
-        case("request with mixed address families", At::Listen, ev, REFUSED)?;
+        case(
+            "request with mixed address families",
+            At::Listen,
+            ev,
+            REFUSED,
+        )?;
         let mut ev = wire_event(EV_REQ, 0);
         set_family(&mut ev.remote_addr, 1);
         set_family(&mut ev.local_addr, 1);
@@ -1504,7 +1510,7 @@ mod tests {
             "request, ird beyond the device: clamped",
             At::Listen,
             ev,
-            heard(0, 0, FAKE_MAX_RD_ATOM as u32, true),
+            heard(0, 0, FAKE_MAX_RD_ATOM, true),
         )?;
         case(
             "well-formed request with 40 bytes of private data",
@@ -1533,7 +1539,12 @@ mod tests {
         )?;
         let mut ev = wire_event(EV_CLOSE, 0);
         ev.ird = 3;
-        case("CLOSE with an ird", At::Established, ev, heard(0, 0, 0, true))?;
+        case(
+            "CLOSE with an ird",
+            At::Established,
+            ev,
+            heard(0, 0, 0, true),
+        )?;
         case(
             "CLOSE with private data at NULL+4",
             At::Established,
