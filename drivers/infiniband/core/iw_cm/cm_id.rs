@@ -1261,7 +1261,7 @@ unsafe extern "C" fn cm_event_handler(
             // reference and the connection).  Other events after
             // destroy are dropped, as iwcm.c's IWCM_F_DROP_EVENTS does;
             // `ev` is freed after the unlock either way.
-            (is_request, false, is_request)
+            (true, false, is_request)
         } else if g.events.push(&mut ev) {
             g.queued += 1;
             (true, false, false)

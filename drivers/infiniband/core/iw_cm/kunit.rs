@@ -1011,7 +1011,8 @@ mod tests {
             At::Listen => ev == EV_REQ && status == 0,
             // CLOSE too: siw's peer close before an RTR frame.
             At::Accepting => ev == EV_EST || ev == EV_CLOSE,
-            At::Destroyed => true,
+            // Any event type after destroy, but never an unknown one.
+            At::Destroyed => ev != 99,
             At::Idle | At::Closed | At::ConnRecv => false,
         }
     }

@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=${IWCM_KILLED_LISTENER_ROUNDS:-2}
-iwcm_init killed_listener "$ROUNDS" rping
+iwcm_init killed_listener $((ROUNDS + 1)) rping
 iwcm_setup_or_bail
 
 PORT=7100

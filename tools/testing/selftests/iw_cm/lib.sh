@@ -348,6 +348,11 @@ iwcm_setup() {
 		iwcm_log "setup: $IWCM_RDEV/1 state '$state', not ACTIVE after 5 s"
 		return 1
 	fi
+	# IWCM_SIW_DYNDBG=1: siw's dynamic debug lines (endpoint states and
+	# CM work) in the kernel log, for diagnosing a provider sequence.
+	if [ -n "${IWCM_SIW_DYNDBG:-}" ]; then
+		echo "module siw +p" > /sys/kernel/debug/dynamic_debug/control
+	fi
 	IWCM_CMIDS_BASE=$(iwcm_cm_ids)
 	IWCM_DMESG_BASE=$(dmesg | wc -l)
 	return 0
