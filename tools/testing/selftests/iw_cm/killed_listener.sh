@@ -23,7 +23,7 @@
 
 ROUNDS=${IWCM_KILLED_LISTENER_ROUNDS:-2}
 NCLI=${IWCM_KILLED_LISTENER_CLIENTS:-6}
-iwcm_init killed_listener $((ROUNDS + 1)) rping
+iwcm_init killed_listener $((ROUNDS + 2)) rping python3
 iwcm_setup_or_bail
 
 PORT=7100
@@ -72,5 +72,37 @@ for r in $(seq "$ROUNDS"); do
 	fi
 	iwcm_stop_all
 done
+
+# The same kind without waiting for a lucky burst: 24 plain TCP connects at
+# once to a listener with backlog 3 (siw has 3 work elements for it, so it
+# leaves connections unaccepted), all closed 2 s later.  The listener must
+# keep serving (upstream siw released the listening socket for one such
+# close) and its kill must not warn.
+PORT=$((PORT + 1))
+slog=$IWCM_TMP/burst-server.log
+clog=$IWCM_TMP/burst-client.log
+ok=1
+iwcm_spawn srv "$slog" rping -s -P -a "$IWCM_ADDR" -p $PORT
+iwcm_wait_listen $PORT || ok=0
+timeout -k 5 30 python3 "$(dirname "$0")/mpa_peer.py" client burst "$IWCM_ADDR" $PORT >"$IWCM_TMP/burst.log" 2>&1 || ok=0
+sleep 2
+timeout -k 5 60 rping -c -a "$IWCM_ADDR" -p $PORT -C 3 -v >"$clog" 2>&1
+crc=$?
+[ $crc -eq 0 ] && [ "$(grep -c '^ping data' "$clog")" -eq 3 ] || ok=0
+kill -KILL "$srv"
+iwcm_wait "$srv" 30 >/dev/null
+iwcm_wait_for 20 __iwcm_no_dev_cm_ids || ok=0
+splats=$(iwcm_new_splats)
+[ -z "$splats" ] || ok=0
+iwcm_log "burst: well-behaved client exit $crc after 24 unaccepted-then-closed connections"
+if [ $ok -eq 1 ]; then
+	ktap_test_pass "a burst of 24 connects closed unanswered: the listener keeps serving, its kill does not warn"
+else
+	printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
+	iwcm_show_log "$clog"
+	iwcm_show_log "$slog"
+	ktap_test_fail "a burst of 24 connects closed unanswered: the listener keeps serving, its kill does not warn"
+fi
+iwcm_stop_all
 
 iwcm_finish

@@ -242,7 +242,32 @@ def run_server(case, addr, port, timeout):
     return 0
 
 
+def run_burst(addr, port, n):
+    """Opens n TCP connections at once without a word of MPA, holds them
+    2 s and closes them: more than a listener's siw work elements (its
+    backlog), so siw leaves some of them unaccepted in the listening
+    socket's queue when their close arrives."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect((addr, port))
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            log("connect: %s" % e)
+        socks.append(s)
+    time.sleep(2)
+    for s in socks:
+        s.close()
+    log("burst of %d connections opened and closed" % n)
+    return 0
+
+
 def run_client(case, addr, port, timeout):
+    if case == "burst":
+        return run_burst(addr, port, 24)
     data, how = CLIENT_CASES[case]
     s = socket.create_connection((addr, port), timeout=timeout)
     log("client %s connected to %s:%d, sending %d bytes" % (case, addr, port, len(data)))
