@@ -30,7 +30,7 @@ use crate::rdma::iw_provider::{IwDevice, QpRef};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
@@ -77,22 +77,8 @@ macro_rules! provider_fault {
     }};
 }
 
-/// Counts a provider fault in the contents of an event (see
-/// [`event_check`]) and logs it once per call site, without a WARN()
-/// backtrace: a peer on the wire can shape these fields through a buggy
-/// provider (siw passes on the MPA reply's IRD/ORD and private data), and a
-/// WARN would let it panic a `panic_on_warn` machine.
-macro_rules! content_fault {
-    ($($arg:tt)*) => {{
-        static WARNED: AtomicBool = AtomicBool::new(false);
-        PROVIDER_FAULTS.fetch_add(1, Ordering::Relaxed);
-        if PROVIDER_FAULTS_EXPECTED.load(Ordering::Relaxed) {
-            pr_info!($($arg)*);
-        } else if !WARNED.swap(true, Ordering::Relaxed) {
-            pr_warn!($($arg)*);
-        }
-    }};
-}
+/// The kinds of event-content fault ([`Faults`] bits) already warned about.
+static CONTENT_FAULTS_WARNED: AtomicU16 = AtomicU16::new(0);
 
 /// One provider event, copied out of the provider's `struct iw_cm_event`
 /// after [`event_check::check`] judged it.
@@ -727,6 +713,7 @@ impl CmId {
     fn reject_undelivered_request(&self, ev: &Event) {
         let Ok(req) = CmId::new(self.dev, None, core::ptr::null_mut()) else {
             pr_warn!("no memory to reject an undelivered connect request: the provider keeps it\n");
+            // (As for a request whose child cm_id cannot be created.)
             return;
         };
         // SAFETY: `req` is new and not yet visible to anyone: this is the
@@ -899,6 +886,11 @@ impl CmId {
                         self.waiters.notify_all();
                     }
                     provider_fault!("provider event {:?} in state {:?} dropped\n", input, from);
+                    // A request on a cm_id that does not listen (any
+                    // more): still the provider's object to give back.
+                    if input == Input::EvConnectRequest {
+                        self.reject_undelivered_request(&ev);
+                    }
                     self.inner.lock().handled += 1;
                     continue;
                 }
@@ -996,8 +988,10 @@ impl CmId {
         // or with unusable addresses (event_check).
         // SAFETY: `raw` is live.
         let (handler, context) = unsafe { ((*self.raw()).cm_handler, (*self.raw()).context) };
-        // If the cm_id cannot be created, ignore the request (iwcm.c): the
-        // provider times the connection out.
+        // If the cm_id cannot be created (no memory), the request stays
+        // with the provider, as in iwcm.c: there is no cm_id to pass to
+        // iw_reject.  (siw then keeps the endpoint; see README, known
+        // issues.)
         let Ok(child) = CmId::new(self.dev, handler, context) else {
             return;
         };
@@ -1109,23 +1103,43 @@ fn kind_of(event: u32) -> Option<Kind> {
 }
 
 /// Reports the faults `f` found in a provider event of type `event` with
-/// `status` (the provider's values, before correction).
+/// `status` (the provider's values, before correction): counted, and
+/// logged with a warning line the first time each kind of fault is seen,
+/// without a WARN() backtrace: a peer on the wire can shape these fields
+/// through a buggy provider (siw passes on the MPA reply's IRD/ORD and
+/// private data), and a WARN would let it panic a `panic_on_warn` machine.
 fn report_event_faults(event: u32, status: i32, f: Faults, pdata_len: u8, refused: bool) {
     if f.is_empty() {
         return;
     }
-    content_fault!(
-        "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
-        event,
-        status,
-        pdata_len,
-        f.bits(),
-        if refused {
-            "refused"
-        } else {
-            "delivered with the faulty fields dropped or corrected"
-        }
-    );
+    PROVIDER_FAULTS.fetch_add(1, Ordering::Relaxed);
+    let what = if refused {
+        "refused"
+    } else {
+        "delivered with the faulty fields dropped or corrected"
+    };
+    if PROVIDER_FAULTS_EXPECTED.load(Ordering::Relaxed) {
+        pr_info!(
+            "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
+            event,
+            status,
+            pdata_len,
+            f.bits(),
+            what
+        );
+        return;
+    }
+    let seen = CONTENT_FAULTS_WARNED.fetch_or(f.bits(), Ordering::Relaxed);
+    if f.bits() & !seen != 0 {
+        pr_warn!(
+            "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
+            event,
+            status,
+            pdata_len,
+            f.bits(),
+            what
+        );
+    }
 }
 
 /// Judges and copies one provider event in the upcall: the checked values
@@ -1316,14 +1330,17 @@ unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
 ///
 /// `raw` is a cm_id of this module on which the provider took a reference
 /// with `add_ref` (checked as far as the count goes: an unbalanced call is
-/// caught while the ULP's reference keeps the cm_id alive).
+/// caught while another reference keeps the cm_id alive).
 unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
     if raw.is_null() {
         provider_fault!("rem_ref on a null cm_id\n");
         return;
     }
-    // SAFETY: the provider still holds a reference (checked below), or the
-    // ULP's keeps the cm_id alive while the unbalanced call is caught.
+    // SAFETY: by the caller's contract the provider holds a reference, so
+    // the cm_id is alive.  The count below is a best-effort guard against a
+    // provider that breaks the contract while another reference (the
+    // ULP's, a queued event's) still keeps the cm_id alive; after the last
+    // one it cannot help.
     let b = unsafe { CmId::borrow(raw) };
     let dec = b
         .provider_refs

@@ -1588,8 +1588,7 @@ mod tests {
 
     /// A listener destroyed with CONNECT_REQUESTs queued and never
     /// delivered hands each one back to the provider with iw_reject
-    /// (iwcm.c drops them: the provider's endpoint and connection leak);
-    /// a request arriving after destroy is refused.
+    /// (iwcm.c drops them: the provider's endpoint and connection leak).
     #[test]
     fn destroyed_listener_rejects_its_undelivered_requests() -> Result {
         reset();
