@@ -1621,6 +1621,34 @@ mod tests {
         Ok(())
     }
 
+    /// A CONNECT_REQUEST on a cm_id that does not listen is a provider
+    /// fault, and its provider object still goes back with iw_reject.
+    #[test]
+    fn connect_request_on_a_non_listener_is_rejected_back() -> Result {
+        reset();
+        let base = LIVE.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 32)?;
+        assert_eq!(connect(id), 0);
+        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        assert_eq!(upcall(id, EV_REQ, 0), 0);
+        // SAFETY: `id` is live: the test and the provider hold it.
+        let settled = wait_until(|| unsafe { crate::cm_id::CmId::settled(id) });
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        assert!(settled);
+        assert!(crate::cm_id::PROVIDER_FAULTS.load(SeqCst) > faults);
+        assert_eq!(REJECTS.load(SeqCst), 1);
+        assert_eq!(REJECTED_TOKENS.load(SeqCst), REQ_TOKEN);
+        assert_eq!(NEVENTS.load(SeqCst), 0);
+        provider_release(id);
+        // SAFETY: the test owns `id`.
+        unsafe { crate::iw_destroy_cm_id(id) };
+        assert!(wait_live(base));
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
+    }
+
     #[test]
     fn reject_msg_strings() {
         let s = |r: i32| {
