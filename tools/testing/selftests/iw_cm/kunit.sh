@@ -36,7 +36,10 @@ window=$(dmesg | sed -n '/# Subtest: rust_iw_cm/,/# rust_iw_cm: pass:/p')
 stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 	grep -vE '^ *(KTAP version|1\.\.[0-9]|(not )?ok [0-9]+ |#|$)' |
 	grep -vE '^iw_cm: (provider event .* dropped|provider event [0-9]+ on a cm_id that is not connecting, accepting or listening|unknown provider event [0-9]+|bad provider input: .* 0 bad|provider event -?[0-9]+ \(status -?[0-9]+, private data length [0-9]+\) malformed \(faults 0x[0-9a-f]+\): (refused|delivered with the faulty fields dropped or corrected)|event contents: [0-9]+ cases, 0 bad|rem_ref without a matching add_ref: ignored)$' |
-	grep -v '^iwpm_register_pid: Unable to send a nlmsg' || true)
+	grep -v '^iwpm_register_pid: Unable to send a nlmsg' |
+	# CONFIG_DEBUG_STACK_USAGE's note when a task (here a KUnit case's
+	# thread) exits with a new deepest stack: information, not a fault.
+	grep -vE '^[A-Za-z0-9_/:.-]+ \([0-9]+\) used greatest stack depth: [0-9]+ bytes left$' || true)
 [ -n "$window" ] || ktap_print_msg "the suite's lines are no longer in the kernel log"
 [ -z "$stray" ] || printf '%s\n' "$stray" | while IFS= read -r l; do ktap_print_msg "stray: $l"; done
 clean=0
