@@ -1118,27 +1118,24 @@ fn report_event_faults(event: u32, status: i32, f: Faults, pdata_len: u8, refuse
     } else {
         "delivered with the faulty fields dropped or corrected"
     };
-    if PROVIDER_FAULTS_EXPECTED.load(Ordering::Relaxed) {
-        pr_info!(
-            "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
-            event,
-            status,
-            pdata_len,
-            f.bits(),
-            what
-        );
-        return;
+    // One message, at info level while the KUnit matrix feeds faults on
+    // purpose, else as a warning the first time each kind is seen.
+    macro_rules! say {
+        ($log:ident) => {
+            $log!(
+                "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
+                event,
+                status,
+                pdata_len,
+                f.bits(),
+                what
+            )
+        };
     }
-    let seen = CONTENT_FAULTS_WARNED.fetch_or(f.bits(), Ordering::Relaxed);
-    if f.bits() & !seen != 0 {
-        pr_warn!(
-            "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
-            event,
-            status,
-            pdata_len,
-            f.bits(),
-            what
-        );
+    if PROVIDER_FAULTS_EXPECTED.load(Ordering::Relaxed) {
+        say!(pr_info);
+    } else if f.bits() & !CONTENT_FAULTS_WARNED.fetch_or(f.bits(), Ordering::Relaxed) != 0 {
+        say!(pr_warn);
     }
 }
 
@@ -1336,11 +1333,10 @@ unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
         provider_fault!("rem_ref on a null cm_id\n");
         return;
     }
-    // SAFETY: by the caller's contract the provider holds a reference, so
-    // the cm_id is alive.  The count below is a best-effort guard against a
-    // provider that breaks the contract while another reference (the
-    // ULP's, a queued event's) still keeps the cm_id alive; after the last
-    // one it cannot help.
+    // The count below is a best-effort guard against a provider that breaks
+    // the contract while another reference (the ULP's, a queued event's)
+    // still keeps the cm_id alive; after the last one it cannot help.
+    // SAFETY: by the caller's contract the provider holds a reference.
     let b = unsafe { CmId::borrow(raw) };
     let dec = b
         .provider_refs
