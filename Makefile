@@ -3,10 +3,12 @@
 # The Rust iw_cm: user entry point.  See README.md.
 #
 #   make deps       install the build/test dependencies (Debian 12)
-#   make kernel     build the test kernel into the cache (FLAVOUR=kasan for KASAN)
+#   make kernel     build the lean KASAN test kernel into the cache (prints its time)
 #   make            build the out-of-tree modules against the test kernel
 #   make siw        build the test provider (tools/testing/siw/)
 #   make check      the test command: everything, from nothing, ends "N passed, N failed"
+#   make check-all  make check plus the whole C iw_cm suite and the nvme-rdma stress
+#   make soak DURATION=100m   siw unplug soak in the VM until the time is up
 #   make demo       the main command: build, boot, load our iw_cm, run the scenarios
 #   make vm CMD=".."  run a command in the test VM
 #   make hosttest   userspace cargo tests of the connection state machine
@@ -21,7 +23,9 @@ KDIR ?= $(shell bash -c '$(ENV); echo $$KDIR')
 RUSTFMT ?= /usr/bin/rustfmt
 KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
 
-.PHONY: all modules siw deps kernel check demo vm hosttest clippy rustfmt rustfmtcheck install clean
+DURATION ?= 10m
+
+.PHONY: all modules siw deps kernel check check-all soak demo vm hosttest clippy rustfmt rustfmtcheck install clean
 
 all: modules
 
@@ -54,6 +58,13 @@ kernel: deps
 
 check:
 	$(TOP)/tools/check.sh
+
+check-all:
+	$(TOP)/tools/check.sh --all
+
+# Builds what it needs (kernel, modules, test siw) first.
+soak: kernel modules siw
+	$(TOP)/tools/stress/soak.sh $(DURATION)
 
 demo:
 	$(TOP)/tools/demo.sh

@@ -8,25 +8,61 @@
 #      then make rustfmtcheck and make clippy (no warning allowed)
 #   4. make hosttest                        (host unit tests, when the target exists)
 #   5. the iw_cm selftests' C tool built on the host (gcc)
-#   6. the VM harness's own negative tests: a kernel WARNING must fail the
-#      run, a command that never ends must be reported as a hang (124)
-#   7. the iw_cm selftests in the VM with the stock C iw_cm, then with ours
-#      (only when drivers/infiniband/core/iw_cm/iw_cm.ko exists)
-# The last line is "N passed, N failed, N skipped"; the exit status is 0
-# only when nothing failed and at least one VM suite ran.
+#   6. the VM harness's own negative tests: a kernel WARNING and a KASAN
+#      report (lkdtm) must each fail the run, a command that never ends
+#      must be reported as a hang (124)
+#   7. the iw_cm selftests in the VM with the stock C iw_cm (CI: the
+#      IWCM_CHECK_C_TESTS subset), then all of them with ours (only when
+#      drivers/infiniband/core/iw_cm/iw_cm.ko exists), the KUnit suite,
+#      nvme-rdma unplug, fault storm and the sample ULP's in-handler
+#      removal in boots of their own, and a short siw unplug soak
+# Every boot runs the one test kernel: KASAN, lockdep, kmemleak, DEBUG_LIST,
+# hung-task detector (tools/kernel/config.fragment).
+#
+# check.sh --all (`make check-all`) adds what CI leaves out: the whole C
+# iw_cm suite, the nvme-rdma unplug with the C iw_cm, and the nvme-rdma
+# hot-unplug stress (tools/stress/run-stress.sh, 20 cycles).
+# The last lines are the per-part times and "N passed, N failed, N skipped";
+# the exit status is 0 only when nothing failed and at least one VM suite ran.
 #
 # Environment: IWCM_CHECK_SUITE_TIMEOUT (guest watchdog per suite, s),
-# IWCM_TESTS (run only these selftests, e.g. "rping.sh cmtime.sh").
+# IWCM_TESTS (run only these selftests, e.g. "rping.sh cmtime.sh"),
+# IWCM_CHECK_C_TESTS (the C iw_cm selftests of `make check`),
+# IWCM_CHECK_SOAK (seconds of siw unplug soak in `make check`, default 300),
+# IWCM_CHECK_STRESS_CYCLES (nvme stress cycles of --all, default 20).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
+all=0
+case "${1:-}" in
+--all) all=1 ;;
+'') ;;
+*) echo "usage: $0 [--all]" >&2; exit 2 ;;
+esac
+# The C iw_cm selftests CI runs every time: they keep each test honest
+# against the reference (the harness, siw, rping/ucmatose/cmtime,
+# disconnect and reject semantics, killed processes and listeners, the
+# hostile peer's part 1).  The rest (accept_race, rdma_server_client,
+# perftest, provider_load, module_unload and the nvme-rdma unplug) run
+# with the C iw_cm under `make check-all`.
+c_ci_tests=${IWCM_CHECK_C_TESTS:-siw_bringup.sh rping.sh ucmatose.sh cmtime.sh disconnect.sh reject_listener.sh kill_teardown.sh killed_listener.sh}
 
 passed=0
 failed=0
 skipped=0
 suites_run=0
 summary=()
+parts=()
 t_all=$(date +%s)
+t_part=$t_all
+part_name=
+part() {	# part NAME: the time since the last part() goes to the previous part
+	local now
+	now=$(date +%s)
+	[ -n "$part_name" ] && parts+=("$(printf '%6d s  %s' $((now - t_part)) "$part_name")")
+	part_name=$1
+	t_part=$now
+}
 stamp=$(date +%Y%m%d-%H%M%S)
 export IWCM_RESULTS_DIR=${IWCM_RESULTS_DIR:-$top/results/check-$stamp}
 mkdir -p "$IWCM_RESULTS_DIR"
@@ -47,6 +83,9 @@ finish() {
 	echo
 	say "---- summary (results in $IWCM_RESULTS_DIR) ----"
 	printf '  %s\n' "${summary[@]}"
+	part ""
+	say "---- per-part times ($([ $all -eq 1 ] && echo check-all || echo check)) ----"
+	printf '  %s\n' "${parts[@]}"
 	say "total time $(( $(date +%s) - t_all )) s"
 	if [ "$suites_run" -eq 0 ]; then
 		say "no VM test suite ran: the check cannot pass"
@@ -65,11 +104,13 @@ make_has_target() {
 secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
 
 # ---------------------------------------------------------------- 1, 2
+part "setup-deps"
 say "== setup-deps"
 if ! "$top/tools/setup-deps.sh"; then
 	record fail "tools/setup-deps.sh"
 	finish
 fi
+part "test kernel (build or cache)"
 say "== test kernel (tools/kernel/build-kernel.sh)"
 t=$(date +%s.%N)
 if ! "$top/tools/kernel/build-kernel.sh"; then
@@ -81,6 +122,7 @@ say "kernel ready after $(secs_since "$t") s"
 . "$top/tools/kernel/env.sh"
 
 # ---------------------------------------------------------------- 3
+part "modules, rustfmt, clippy"
 say "== make modules"
 if make_has_target modules; then
 	t=$(date +%s.%N)
@@ -113,6 +155,7 @@ else
 fi
 
 # ---------------------------------------------------------------- 4
+part "host unit tests"
 say "== make hosttest"
 if make_has_target hosttest; then
 	log=$IWCM_RESULTS_DIR/hosttest.log
@@ -138,6 +181,7 @@ else
 fi
 
 # ---------------------------------------------------------------- 5
+part "selftests C tool"
 say "== iw_cm selftests: build the C tool on the host"
 if make -C "$top/tools/testing/selftests/iw_cm" KSELFTEST_DIR="$KSRC/tools/testing/selftests"; then
 	record pass "selftests build (rdma_disc, gcc)"
@@ -159,6 +203,7 @@ boot_info() {	# boot_info LOG: how long the VM took to boot
 	echo "VM boot: init reached at ${init:-?} s guest uptime; whole VM run ${host:-?} s"
 }
 
+part "VM harness negative tests (WARNING, KASAN, hang)"
 say "== harness negative test: a kernel WARNING must fail the run"
 log=$IWCM_RESULTS_DIR/neg-warning.out
 vm neg-warning "$log" --timeout 120 -- \
@@ -170,6 +215,18 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "^splat-check: .*console.log"
 	record pass "harness: lkdtm WARNING fails the run (exit $rc, splat printed)"
 else
 	record fail "harness: lkdtm WARNING fails the run (exit $rc)"
+fi
+
+say "== harness negative test: a KASAN report (lkdtm READ_AFTER_FREE) must fail the run"
+log=$IWCM_RESULTS_DIR/neg-kasan.out
+vm neg-kasan "$log" --timeout 120 -- \
+	bash -c 'modprobe lkdtm && echo READ_AFTER_FREE > /sys/kernel/debug/provoke-crash/DIRECT'
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "^splat-check: .*console.log" "$log" &&
+   grep -qE "^ +BUG: KASAN: [a-z-]*use-after-free" "$log"; then
+	record pass "harness: lkdtm READ_AFTER_FREE's KASAN report fails the run (exit $rc, splat printed)"
+else
+	record fail "harness: lkdtm READ_AFTER_FREE's KASAN report fails the run (exit $rc; is the kernel built with KASAN?)"
 fi
 
 say "== harness negative test: a command that never ends is a hang (exit 124)"
@@ -226,35 +283,64 @@ suite() {
 	fi
 }
 
-suite c
-# The in-tree ULP's unplug (nvmet-rdma + nvme-rdma, fio with verify, then
-# rdma link delete) with the C iw_cm too, for comparison: a boot of its own.
-suite c nvme-unplug-c "nvme_unplug.sh"
+if [ $all -eq 1 ]; then
+	part "suite c (all)"
+	suite c
+	# The in-tree ULP's unplug (nvmet-rdma + nvme-rdma, fio with verify,
+	# then rdma link delete) with the C iw_cm too: a boot of its own.
+	part "nvme-rdma unplug, C iw_cm"
+	suite c nvme-unplug-c "nvme_unplug.sh"
+else
+	part "suite c (CI subset)"
+	suite c suite-c-ci "$c_ci_tests"
+fi
 if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
+	part "suite rust"
 	suite rust
 	# Boots of their own: the module's KUnit suite, the nvme-rdma unplug
 	# and the fail_iw_cm fault-injection storm; the sample ULP's in-handler
 	# removal (own queue first: the variant that deadlocks the C iw_cm),
 	# where only rdma_cm's handler_mutex lockdep report is accepted.
+	part "KUnit, nvme-rdma unplug, fault storm (rust)"
 	suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
+	part "sample ULP in-handler removal (rust)"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
+
+	# The siw unplug soak (tools/stress/siw-soak.sh), short: rping,
+	# ucmatose and the sample ULP connected, rdma link delete under
+	# traffic, every gate per cycle.  `make soak DURATION=...` runs it long.
+	part "siw unplug soak (rust)"
+	soak=${IWCM_CHECK_SOAK:-300}
+	say "== siw unplug soak, ${soak} s, IWCM_IMPL=rust"
+	log=$IWCM_RESULTS_DIR/soak-rust.out
+	IWCM_SOAK_BOOT=${soak}s "$top/tools/stress/soak.sh" "${soak}s" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	sum=$(sed -n 's/^  \(cycles done\|failed cycles\|splats\|leaks\): *//p' "$log" | tr '\n' ',' | sed 's/,$//')
+	if [ "$rc" -eq 0 ]; then
+		record pass "soak rust: siw unplug micro-cycles, all gates green (cycles/failed/splats/leaks: $sum)"
+	else
+		record fail "soak rust: siw unplug micro-cycles (exit $rc; cycles/failed/splats/leaks: $sum)"
+	fi
 
 	# siw hot-unplug stress (tools/stress): nvmet-rdma + nvme-rdma with
 	# fio verify, rping/ucmatose/cmtime churn, rdma link delete mid-I/O;
 	# per-cycle gates (splats, cm_id count, rdma_cm ids, kmemleak every
 	# 10 cycles) plus the VM's own splat gate.  A boot of its own.
 	ncyc=${IWCM_CHECK_STRESS_CYCLES:-20}
-	say "== siw hot-unplug stress, $ncyc cycles, IWCM_IMPL=rust"
-	log=$IWCM_RESULTS_DIR/stress-rust.out
-	t=$(date +%s.%N)
-	IWCM_IMPL=rust "$top/tools/stress/run-stress.sh" -c "$ncyc" 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
-	# The guest's lines come through the serial console with CRLF endings.
-	sum=$(tr -d '\r' < "$log" | sed -n 's/^  \(cycles failed\|slowest delete\|leaks\|splats\|verify mismatches\): *//p' | tr '\n' ',' | sed 's/,$//')
-	if [ "$rc" -eq 0 ] && tr -d '\r' < "$log" | grep -qE "^  cycles failed: +0$"; then
-		record pass "stress rust: $ncyc unplug cycles, all gates green ($(secs_since "$t") s; failed/slowest/leaks/splats/mismatches: $sum)"
-	else
-		record fail "stress rust: $ncyc unplug cycles (exit $rc; $sum)"
+	if [ $all -eq 1 ]; then
+		part "nvme-rdma hot-unplug stress (rust)"
+		say "== siw hot-unplug stress, $ncyc cycles, IWCM_IMPL=rust"
+		log=$IWCM_RESULTS_DIR/stress-rust.out
+		t=$(date +%s.%N)
+		IWCM_IMPL=rust "$top/tools/stress/run-stress.sh" -c "$ncyc" 2>&1 | tee "$log"
+		rc=${PIPESTATUS[0]}
+		# The guest's lines come through the serial console with CRLF endings.
+		sum=$(tr -d '\r' < "$log" | sed -n 's/^  \(cycles failed\|slowest delete\|leaks\|splats\|verify mismatches\): *//p' | tr '\n' ',' | sed 's/,$//')
+		if [ "$rc" -eq 0 ] && tr -d '\r' < "$log" | grep -qE "^  cycles failed: +0$"; then
+			record pass "stress rust: $ncyc unplug cycles, all gates green ($(secs_since "$t") s; failed/slowest/leaks/splats/mismatches: $sum)"
+		else
+			record fail "stress rust: $ncyc unplug cycles (exit $rc; $sum)"
+		fi
 	fi
 else
 	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm suite is skipped"

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 # Sourced by the build and VM scripts: where the test kernel lives.
 #
-# The test kernel is cached outside the repository, keyed by kernel version,
-# flavour and a hash of the config fragments and toolchain:
+# The test kernel (one flavour: lean, KASAN + lockdep + kmemleak) is cached
+# outside the repository, keyed by kernel version, flavour and a hash of the
+# config fragments and toolchain:
 #   $IWCM_CACHE/kernel/<version>-<flavour>-<hash>/{build,mods,.done}
 
 IWCM_TOP=${IWCM_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 IWCM_CACHE=${IWCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iwcm}
 KVER_SERIES=${KVER_SERIES:-7.3}
-FLAVOUR=${FLAVOUR:-debug}
+FLAVOUR=lean-kasan
 LLVM_SUFFIX=${LLVM_SUFFIX:--19}
 RUSTC_BIN=${RUSTC_BIN:-/usr/bin/rustc}
 BINDGEN_BIN=${BINDGEN_BIN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}
@@ -16,9 +17,8 @@ KSRC_TARBALL=$(ls /usr/src/linux-source-"$KVER_SERIES".tar.* 2>/dev/null | head 
 KSRC_PKGVER=$(dpkg-query -W -f='${Version}' "linux-source-$KVER_SERIES" 2>/dev/null || echo unknown)
 
 iwcm_fragments() {
+	echo "$IWCM_TOP/tools/kernel/base.fragment"
 	echo "$IWCM_TOP/tools/kernel/config.fragment"
-	[ "$FLAVOUR" = kasan ] && echo "$IWCM_TOP/tools/kernel/kasan.fragment"
-	return 0
 }
 
 iwcm_kernel_key() {

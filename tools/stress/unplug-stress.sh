@@ -42,6 +42,8 @@ export IWCM_IMPL=${IWCM_IMPL:-rust}
 export KSELFTEST_DIR=${KSELFTEST_DIR:-$KSRC/tools/testing/selftests}
 # shellcheck source=/dev/null
 . "$top/tools/testing/selftests/iw_cm/lib.sh"
+# shellcheck source=lib-stress.sh
+. "$here/lib-stress.sh"
 RANDOM=$seed
 
 NQN=iwcm-stress-nqn
@@ -59,17 +61,6 @@ declare -a fails=()
 log() { echo "stress: $*"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-
-splat_re='WARNING:|BUG:|Oops|INFO: task .* blocked|possible (recursive|circular) locking|inconsistent lock state|general protection|UBSAN:|KASAN:|kernel BUG|refcount_t:|unreferenced object|soft lockup|rcu.*stall'
-new_splats() {	# new_splats FROM_LINE: splat lines of dmesg after FROM_LINE
-	local s
-	s=$(dmesg | tail -n +"$(($1 + 1))" | grep -E "$splat_re")
-	if [ "${IWCM_ALLOW_RDMA_CM_LOCKDEP:-0}" = 1 ] &&
-	   dmesg | tail -n +"$(($1 + 1))" | grep -q "handler_mutex"; then
-		s=$(grep -vE "possible (recursive|circular) locking" <<<"$s")
-	fi
-	printf '%s' "$s"
-}
 
 nvmet_up() {
 	mkdir -p "$CFG/subsystems/$NQN/namespaces/1" "$CFG/ports/1" || return 1
@@ -229,25 +220,20 @@ for cyc in $(seq 1 "$cycles"); do
 	ip link del "$IWCM_NETDEV" 2>/dev/null
 
 	# Gates.
-	if [ -n "$base_cmids" ] && ! iwcm_wait_for 10 bash -c "[ \"\$(tr -d ' \n' < $IWCM_CMIDS)\" = $base_cmids ]"; then
+	if ! stress_cmids_back "$base_cmids"; then
 		leaks=$((leaks + 1)); cfail+=("cm_ids $(iwcm_cm_ids) != baseline $base_cmids")
 	fi
-	if rdma resource show cm_id 2>/dev/null | grep -q .; then
+	if stress_rdma_ids_left; then
 		leaks=$((leaks + 1)); cfail+=("rdma_cm ids left")
 	fi
-	s=$(new_splats "$dm0")
+	s=$(stress_new_splats "$dm0")
 	if [ -n "$s" ]; then
 		splats=$((splats + 1)); cfail+=("kernel splat")
 		printf '%s\n' "$s" | head -20 | sed 's/^/stress:   dmesg: /'
 	fi
 	if [ "${IWCM_STRESS_LEAK_EVERY:-10}" -gt 0 ] && [ $((cyc % ${IWCM_STRESS_LEAK_EVERY:-10})) -eq 0 ] &&
-	   [ -w /sys/kernel/debug/kmemleak ]; then
-		echo scan > /sys/kernel/debug/kmemleak; echo scan > /sys/kernel/debug/kmemleak
-		if grep -q "unreferenced object" /sys/kernel/debug/kmemleak; then
-			leaks=$((leaks + 1)); cfail+=("kmemleak")
-			head -40 /sys/kernel/debug/kmemleak | sed 's/^/stress:   kmemleak: /'
-			echo clear > /sys/kernel/debug/kmemleak
-		fi
+	   ! stress_kmemleak; then
+		leaks=$((leaks + 1)); cfail+=("kmemleak")
 	fi
 	rp=$(grep -c "ping data" "$tmp/rping-c.log" 2>/dev/null)
 	if [ ${#cfail[@]} -eq 0 ]; then
@@ -268,14 +254,10 @@ if ! rmmod rdma_ucm rdma_cm iw_cm 2>"$tmp/rmmod.log"; then
 	end_fail+=("rmmod rdma_ucm rdma_cm iw_cm: $(cat "$tmp/rmmod.log")")
 fi
 modprobe -r siw 2>/dev/null
-if [ -w /sys/kernel/debug/kmemleak ]; then
-	echo scan > /sys/kernel/debug/kmemleak; echo scan > /sys/kernel/debug/kmemleak
-	if grep -q "unreferenced object" /sys/kernel/debug/kmemleak; then
-		leaks=$((leaks + 1)); end_fail+=("kmemleak at the end")
-		head -60 /sys/kernel/debug/kmemleak | sed 's/^/stress:   kmemleak: /'
-	fi
+if ! stress_kmemleak; then
+	leaks=$((leaks + 1)); end_fail+=("kmemleak at the end")
 fi
-s=$(new_splats 0)
+s=$(stress_new_splats 0)
 [ -z "$s" ] || { end_fail+=("kernel splat(s) during the run"); }
 
 echo

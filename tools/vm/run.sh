@@ -14,8 +14,10 @@
 #
 # The console log is saved as results/NAME-<time>/console.log.  Any kernel
 # splat in it fails the run; a guest that does not finish is reported as a
-# hang (exit 124).  Environment: FLAVOUR=kasan for the KASAN kernel,
-# IWCM_ACCEL=tcg|kvm to skip the KVM probe, IWCM_RESULTS_DIR.
+# hang (exit 124).  Environment:
+# IWCM_ACCEL=tcg|kvm to skip the KVM probe, IWCM_RESULTS_DIR,
+# IWCM_VM_LOCK (lock file that serialises VM runs; default
+# $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../kernel/env.sh"
@@ -59,9 +61,10 @@ echo "$timeout" > "$res/guest-timeout"
 # One VM at a time on this machine (2 cores: a second TCG guest would only
 # slow both and skew timings).  Waits for the other run to finish.
 mkdir -p "$IWCM_CACHE"
-exec 9>"$IWCM_CACHE/vm.lock"
+lock=${IWCM_VM_LOCK:-$IWCM_CACHE/vm.lock}
+exec 9>"$lock"
 if ! flock -n 9; then
-	echo "VM: waiting for another VM run to finish (lock $IWCM_CACHE/vm.lock)"
+	echo "VM: waiting for another VM run to finish (lock $lock)"
 	flock 9
 fi
 

@@ -1,0 +1,83 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# `make soak DURATION=100m`: the siw unplug soak (tools/stress/siw-soak.sh)
+# in the test VM (KASAN, lockdep, kmemleak) with our iw_cm, until the time
+# is up, in boots of at most IWCM_SOAK_BOOT (default 30m) each, so that one
+# boot's failure does not end the soak.  Prints per-boot summaries and the
+# totals: cycles done, cycles per hour, failed cycles, splats, leaks.
+#
+#   tools/stress/soak.sh DURATION      DURATION: 90s, 100m, 2h (default 10m)
+#
+# Environment: IWCM_SOAK_BOOT (boot length), IWCM_SOAK_SEED (first boot's
+# seed; boot N uses SEED+N-1), IWCM_SOAK_IO_QUEUES (sample ULP I/O queues,
+# default 2), IWCM_IMPL (default rust).  Exit status non-zero when any
+# cycle, gate or VM run failed.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+cd "$top" || exit 1
+
+secs_of() {	# secs_of 90s|100m|2h|3600 -> seconds
+	case "$1" in
+	*h) echo $(( ${1%h} * 3600 )) ;;
+	*m) echo $(( ${1%m} * 60 )) ;;
+	*s) echo "${1%s}" ;;
+	*[!0-9]*|'') echo "soak: bad duration '$1' (90s, 100m, 2h)" >&2; return 1 ;;
+	*) echo "$1" ;;
+	esac
+}
+total=$(secs_of "${1:-10m}") || exit 2
+chunk=$(secs_of "${IWCM_SOAK_BOOT:-30m}") || exit 2
+seed=${IWCM_SOAK_SEED:-$(date +%s)}
+impl=${IWCM_IMPL:-rust}
+commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ "$(git -C "$top" status --porcelain 2>/dev/null | grep -v '^??' | head -c1)" ] && commit="$commit+dirty"
+[ "$total" -ge 120 ] || { echo "soak: DURATION must be at least 2m (a boot needs time to run cycles)" >&2; exit 2; }
+
+t0=$(date +%s)
+boots=0 cycles=0 failed=0 splats=0 leaks=0 bad_boots=0
+declare -a notes=()
+echo "soak: $impl iw_cm, ${total}s in boots of up to ${chunk}s, first seed $seed, commit $commit"
+while :; do
+	left=$(( total - ($(date +%s) - t0) ))
+	# A boot costs about a minute before its first cycle: not worth it
+	# with less than three left.
+	[ "$left" -ge 180 ] || break
+	d=$(( left < chunk ? left : chunk ))
+	d=$(( d - 60 ))	# boot and shutdown
+	boots=$((boots + 1))
+	s=$((seed + boots - 1))
+	log=$(mktemp)
+	tools/vm/run.sh --name "soak-$boots" --timeout $((d + 600)) --allow-rdma-cm-lockdep -- \
+		env IWCM_IMPL="$impl" tools/stress/siw-soak.sh -d "$d" -s "$s" -q "${IWCM_SOAK_IO_QUEUES:-2}" 2>&1 |
+		tee "$log" | tr -d '\r' | grep --line-buffered -E "^soak|^VM: |^splat-check"
+	rc=${PIPESTATUS[0]}
+	field() { tr -d '\r' < "$log" | sed -n "s/^soak $1: //p" | tail -n1; }
+	c=$(field cycles); f=$(field "failed cycles"); sp=$(field splats); lk=$(field leaks)
+	if [ -z "$c" ]; then
+		bad_boots=$((bad_boots + 1))
+		notes+=("boot $boots (seed $s): no soak summary (VM exit $rc)")
+	else
+		cycles=$((cycles + c)); failed=$((failed + f)); splats=$((splats + sp)); leaks=$((leaks + lk))
+		if [ "$rc" -ne 0 ]; then
+			bad_boots=$((bad_boots + 1))
+			notes+=("boot $boots (seed $s): VM exit $rc ($(tr -d '\r' < "$log" | grep -E '^soak FAIL|splat\(s\)|^VM: (HANG|kernel splat)' | head -n 3 | tr '\n' ';'))")
+		fi
+	fi
+	# A splat the guest did not see (the VM's own check) counts too.
+	grep -q "^VM: kernel splat" "$log" && splats=$((splats + 1))
+	rm -f "$log"
+done
+secs=$(( $(date +%s) - t0 ))
+echo
+echo "soak totals ($impl iw_cm, commit $commit, kernel $(bash -c '. tools/kernel/env.sh; basename "$KCACHE"')):"
+echo "  boots:           $boots ($bad_boots failed)"
+echo "  cycles done:     $cycles in ${secs} s"
+echo "  cycles per hour: $(awk -v c="$cycles" -v s="$secs" 'BEGIN { printf "%.0f", s > 0 ? c * 3600 / s : 0 }')"
+echo "  failed cycles:   $failed"
+echo "  splats:          $splats"
+echo "  leaks:           $leaks"
+for n in "${notes[@]}"; do echo "  FAIL $n"; done
+[ "$boots" -gt 0 ] && [ "$cycles" -gt 0 ] && [ "$failed" -eq 0 ] && [ "$splats" -eq 0 ] &&
+	[ "$leaks" -eq 0 ] && [ "$bad_boots" -eq 0 ]
