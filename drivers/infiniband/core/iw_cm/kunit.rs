@@ -20,13 +20,14 @@ mod tests {
     use core::sync::atomic::{
         AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst,
     };
+    use kernel::ffi::c_int;
     use kernel::prelude::*;
-    use kernel::sync::{Arc, ArcBorrow, Completion};
+    use kernel::sync::{new_condvar, new_spinlock, Arc, ArcBorrow, Completion, CondVar, SpinLock};
     use kernel::time::hrtimer::{
         HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer, HrTimerRestart,
         RelativeSoftMode,
     };
-    use kernel::time::{delay::fsleep, Delta, Monotonic};
+    use kernel::time::{delay::fsleep, msecs_to_jiffies, Delta, Instant, Monotonic};
 
     const EV_REQ: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST;
     const EV_REPLY: u32 = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY;
@@ -291,7 +292,14 @@ mod tests {
         unsafe { (*id).context as u64 }
     }
 
-    /// The fake ULP's `cm_handler`.
+    /// Contexts below this are tags of the single-threaded cases (the first
+    /// page: no kernel object lives there); the concurrency stress gives
+    /// each cm_id a pointer to its `Ctx`.
+    const TAG_LIMIT: usize = 4096;
+
+    /// The fake ULP's `cm_handler`: records the event in the global log
+    /// under the cm_id's tag (its context), or, for a cm_id of the
+    /// concurrency stress, on its own `Ctx` (`stress_event`).
     ///
     /// # Safety
     ///
@@ -300,6 +308,11 @@ mod tests {
         id: *mut bindings::iw_cm_id,
         ev: *mut bindings::iw_cm_event,
     ) -> i32 {
+        // SAFETY: iw_cm passes a live cm_id; `context` is the ULP's.
+        if unsafe { (*id).context } as usize >= TAG_LIMIT {
+            // SAFETY: a context that is not a tag is a stress `Ctx`.
+            return unsafe { stress_event(id, ev) };
+        }
         // SAFETY: iw_cm passes a valid event.
         let kind = unsafe { (*ev).event };
         let tag = tag_of(id);
@@ -506,9 +519,14 @@ mod tests {
     }
 
     fn create(dev: &mut FakeDev, tag: usize) -> Result<*mut bindings::iw_cm_id> {
+        create_on(dev.raw(), tag)
+    }
+
+    /// `create` on the device of a `FakeDev` shared by several threads;
+    /// `tag` is the fake ULP's context (see `ulp_handler`).
+    fn create_on(dev: *mut bindings::ib_device, tag: usize) -> Result<*mut bindings::iw_cm_id> {
         // SAFETY: the fake device outlives the cm_id (destroyed in-test).
-        let id =
-            unsafe { crate::iw_create_cm_id(dev.raw(), Some(ulp_handler), tag as *mut c_void) };
+        let id = unsafe { crate::iw_create_cm_id(dev, Some(ulp_handler), tag as *mut c_void) };
         // Not NULL and not an ERR_PTR.
         ensure!(!id.is_null() && (id as usize) < usize::MAX - 4095);
         // SAFETY: `id` is live, new and owned by the test: the addresses are
@@ -1665,5 +1683,1482 @@ mod tests {
         );
         assert_eq!(s(0).to_bytes(), b"unrecognized reason");
         assert_eq!(s(i32::MIN).to_bytes(), b"unrecognized reason");
+    }
+
+    // ---- concurrency stress -------------------------------------------------
+    //
+    // One kernel thread per online CPU (at least 2) drives the fake provider
+    // and fake ULPs through random cm_id lifecycles: an active id (connect,
+    // CONNECT_REPLY accepted or failed, ESTABLISHED, DISCONNECT, CLOSE) or a
+    // listener (CONNECT_REQUESTs, children accepted, rejected, destroyed or
+    // failed in the handler or left to the thread), each provider script
+    // with random duplicates and one swap of neighbours.  The provider's
+    // part runs on the same thread, interleaved with the ULP's disconnect
+    // and destroy at drawn points, or on another CPU's thread (a job handed
+    // over with the provider's cm_id reference), racing them; so does the
+    // provider's final `rem_ref`.  Handlers destroy their own id, return
+    // non-zero, disconnect, and destroy the listener from a child's
+    // CONNECT_REQUEST.  Checks: every fake ULP heard a legal sequence on
+    // each of its ids, no handler ran on an id after its destroy returned
+    // or while another handler ran on it, every provider request object
+    // went back once (accept or reject), no iw_cm call failed that may
+    // not, live cm_ids back to their count before, no QP reference left.
+
+    // Helpers of iw_cm_exports.c for the stress (prototypes there).
+    extern "C" {
+        fn iwcm_c_stress_seed() -> u64;
+        fn iwcm_c_stress_lifecycles() -> u32;
+        fn iwcm_c_nr_online_cpus() -> u32;
+        fn iwcm_c_kthread_start(
+            f: unsafe extern "C" fn(*mut c_void) -> c_int,
+            data: *mut c_void,
+            idx: u32,
+        ) -> *mut c_void;
+        fn iwcm_c_kthread_wait(k: *mut c_void, ms: u32) -> bool;
+        fn iwcm_c_kthread_join(k: *mut c_void) -> c_int;
+        fn iwcm_c_hung_task_reset();
+    }
+
+    /// splitmix64: each worker's stream from the seed.
+    fn splitmix64(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// xorshift64*: one worker's decisions.  Every draw is made before the
+    /// lifecycle it decides starts, never on a timing-dependent branch, so
+    /// that a seed replays every worker's decisions (not the interleaving).
+    struct Rng {
+        state: u64,
+        /// A digest of every draw: equal for a replay of the seed on as
+        /// many CPUs.
+        digest: u64,
+    }
+
+    impl Rng {
+        fn new(seed: u64, stream: u64) -> Self {
+            Rng {
+                state: splitmix64(seed ^ splitmix64(stream)) | 1,
+                digest: stream,
+            }
+        }
+
+        fn next(&mut self) -> u64 {
+            let mut x = self.state;
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            self.state = x;
+            let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            self.digest = self.digest.rotate_left(7) ^ r;
+            r
+        }
+
+        /// Uniform in `0..n` (`n > 0`).
+        fn below(&mut self, n: usize) -> usize {
+            (((self.next() >> 32) * n as u64) >> 32) as usize
+        }
+
+        /// True with probability `num / den`.
+        fn chance(&mut self, num: usize, den: usize) -> bool {
+            self.below(den) < num
+        }
+    }
+
+    // One step of the fake provider.
+    const OP_REQ: u8 = 1;
+    const OP_REPLY_OK: u8 = 2;
+    const OP_REPLY_OK_PDATA: u8 = 3;
+    /// -ECONNREFUSED with the peer's private data (iw_cxgb4's peer reject).
+    const OP_REFUSED: u8 = 4;
+    /// -ECONNRESET with the peer's private data (siw's peer reject).
+    const OP_RESET: u8 = 5;
+    const OP_TIMEDOUT: u8 = 6;
+    const OP_EST: u8 = 7;
+    const OP_DISC: u8 = 8;
+    const OP_CLOSE: u8 = 9;
+    /// CLOSE -ECONNRESET (iw_cxgb4's abort).
+    const OP_CLOSE_RESET: u8 = 10;
+
+    fn op_event(op: u8) -> bindings::iw_cm_event {
+        use kernel::bindings::{ECONNREFUSED, ECONNRESET, ETIMEDOUT};
+        let pd = PDATA.as_ptr() as usize;
+        match op {
+            OP_REQ => wire_event(EV_REQ, 0),
+            OP_REPLY_OK => wire_event(EV_REPLY, 0),
+            OP_REPLY_OK_PDATA => with_pdata(EV_REPLY, 0, pd, 16),
+            OP_REFUSED => with_pdata(EV_REPLY, errno(ECONNREFUSED), pd, 8),
+            OP_RESET => with_pdata(EV_REPLY, errno(ECONNRESET), pd, 4),
+            OP_TIMEDOUT => wire_event(EV_REPLY, errno(ETIMEDOUT)),
+            OP_EST => wire_event(EV_EST, 0),
+            OP_DISC => wire_event(EV_DISC, 0),
+            OP_CLOSE_RESET => wire_event(EV_CLOSE, errno(ECONNRESET)),
+            _ => wire_event(EV_CLOSE, 0),
+        }
+    }
+
+    /// Whether `op`, once queued, ends the connect (active) or accept
+    /// (passive) in flight, so that a disconnect no longer waits for it.
+    fn op_settles(op: u8, passive: bool) -> bool {
+        match op {
+            OP_CLOSE | OP_CLOSE_RESET => true,
+            OP_EST => passive,
+            OP_REPLY_OK..=OP_TIMEDOUT => !passive,
+            _ => false,
+        }
+    }
+
+    /// What the fake provider sends on one cm_id, in order.
+    #[derive(Clone, Copy)]
+    struct Script {
+        ops: [u8; 12],
+        n: usize,
+    }
+
+    impl Script {
+        const EMPTY: Script = Script { ops: [0; 12], n: 0 };
+
+        fn push(&mut self, op: u8) {
+            if self.n < self.ops.len() {
+                self.ops[self.n] = op;
+                self.n += 1;
+            }
+        }
+
+        fn ops(&self) -> &[u8] {
+            &self.ops[..self.n]
+        }
+
+        /// Duplicates (one in five events) and a swap of two neighbours
+        /// (one script in six): a racy or buggy provider.
+        fn garble(self, rng: &mut Rng) -> Script {
+            let mut out = Script::EMPTY;
+            for &op in self.ops() {
+                out.push(op);
+                if rng.chance(1, 5) {
+                    out.push(op);
+                }
+            }
+            if out.n >= 2 && rng.chance(1, 6) {
+                let i = rng.below(out.n - 1);
+                out.ops.swap(i, i + 1);
+            }
+            out
+        }
+    }
+
+    /// After a connect: CONNECT_REPLY accepted, refused, reset or timed
+    /// out (or none: the ULP gives up first), then on success DISCONNECT
+    /// and CLOSE, sometimes an ESTABLISHED no provider sends to an active id.
+    fn active_script(rng: &mut Rng) -> Script {
+        let mut s = Script::EMPTY;
+        let reply = match rng.below(20) {
+            0..=8 => OP_REPLY_OK,
+            9..=10 => OP_REPLY_OK_PDATA,
+            11..=12 => OP_REFUSED,
+            13..=14 => OP_RESET,
+            15..=16 => OP_TIMEDOUT,
+            _ => 0,
+        };
+        if reply != 0 {
+            s.push(reply);
+        }
+        if reply == OP_REPLY_OK || reply == OP_REPLY_OK_PDATA {
+            if rng.chance(1, 10) {
+                s.push(OP_EST);
+            }
+            if rng.chance(1, 2) {
+                s.push(OP_DISC);
+            }
+            if rng.chance(3, 5) {
+                s.push(if rng.chance(1, 5) {
+                    OP_CLOSE_RESET
+                } else {
+                    OP_CLOSE
+                });
+            }
+        } else if rng.chance(1, 5) {
+            s.push(if rng.chance(1, 2) { OP_DISC } else { OP_CLOSE });
+        }
+        s.garble(rng)
+    }
+
+    /// After an accept: ESTABLISHED (or not: the peer closed first),
+    /// DISCONNECT, CLOSE, sometimes a CONNECT_REPLY no provider sends to a
+    /// passive id.
+    fn passive_script(rng: &mut Rng) -> Script {
+        let mut s = Script::EMPTY;
+        if rng.chance(4, 5) {
+            s.push(OP_EST);
+        }
+        if rng.chance(1, 20) {
+            s.push(OP_REPLY_OK);
+        }
+        if rng.chance(2, 5) {
+            s.push(OP_DISC);
+        }
+        if rng.chance(3, 5) {
+            s.push(if rng.chance(1, 5) {
+                OP_CLOSE_RESET
+            } else {
+                OP_CLOSE
+            });
+        }
+        s.garble(rng)
+    }
+
+    // What the CONNECT_REQUEST handler does with the child.
+    /// Nothing: the worker accepts, rejects or destroys it later, from
+    /// outside (as rdma_cm's user-space ULPs through ucma).
+    const KID_LEAVE: u32 = 0;
+    /// Accept in the handler (as the in-kernel ULPs, nvmet).
+    const KID_ACCEPT: u32 = 1;
+    const KID_REJECT: u32 = 2;
+    /// `iw_destroy_cm_id` on the child from the handler.
+    const KID_DESTROY: u32 = 3;
+    /// A non-zero return: iw_cm rejects and destroys the child.
+    const KID_FAIL: u32 = 4;
+    /// Accept, then a non-zero return: iw_cm aborts the connection.
+    const KID_ACCEPT_FAIL: u32 = 5;
+
+    /// What a fake ULP's handler does on one cm_id, fixed before it exists.
+    /// Event types are stored + 1; 0 is never.
+    #[derive(Clone, Copy)]
+    struct Plan {
+        /// `iw_destroy_cm_id` from the handler of this event.
+        destroy_on: u32,
+        /// A non-zero return from the handler of this event.
+        fail_on: u32,
+        /// `iw_cm_disconnect` from the handler of this event.
+        disconnect_on: u32,
+        /// Children: the CONNECT_REQUEST handler's action (`KID_*`).
+        req: u32,
+        /// Children: the provider's script once accepted.
+        script: Script,
+    }
+
+    impl Plan {
+        const NONE: Plan = Plan {
+            destroy_on: 0,
+            fail_on: 0,
+            disconnect_on: 0,
+            req: KID_LEAVE,
+            script: Script::EMPTY,
+        };
+    }
+
+    /// The handler's reactions on an id whose connection completes with
+    /// `done` (CONNECT_REPLY for an active id, ESTABLISHED for a passive one).
+    fn handler_plan(rng: &mut Rng, done: u32) -> Plan {
+        let mut p = Plan::NONE;
+        let on = if rng.chance(1, 2) {
+            done + 1
+        } else {
+            EV_CLOSE + 1
+        };
+        match rng.below(20) {
+            0..=1 => p.destroy_on = on,
+            2..=3 => p.fail_on = on,
+            4..=5 => p.disconnect_on = done + 1,
+            _ => {}
+        }
+        p
+    }
+
+    const MAX_HEARD: usize = 8;
+    const MAX_KIDS: usize = 3;
+
+    /// One cm_id of the stress: the fake ULP's context (its `context`
+    /// pointer), what it does and what it heard.
+    struct Ctx {
+        /// The lifecycle (set before the id exists).
+        lc: *const Lifecycle,
+        plan: Plan,
+        id: AtomicPtr<bindings::iw_cm_id>,
+        /// Events heard, in order: type << 1 | (status == 0).
+        heard: [AtomicU32; MAX_HEARD],
+        nheard: AtomicUsize,
+        /// A handler of this id runs.
+        busy: AtomicBool,
+        /// Who sets it (the worker from outside, or a handler) destroys the
+        /// id; no one else calls iw_cm on it afterwards.
+        claimed: AtomicBool,
+        /// Set right after its destroy returned (for a non-zero handler
+        /// return: right before that return): no handler may run after.
+        destroyed: AtomicBool,
+        /// An `iw_cm_accept` on it returned 0.
+        accepted: AtomicBool,
+    }
+
+    impl Ctx {
+        fn new(plan: Plan) -> Self {
+            Ctx {
+                lc: ptr::null(),
+                plan,
+                id: AtomicPtr::new(ptr::null_mut()),
+                heard: [const { AtomicU32::new(0) }; MAX_HEARD],
+                nheard: AtomicUsize::new(0),
+                busy: AtomicBool::new(false),
+                claimed: AtomicBool::new(false),
+                destroyed: AtomicBool::new(false),
+                accepted: AtomicBool::new(false),
+            }
+        }
+
+        /// Only from this id's handler, which iw_cm never runs twice at once.
+        fn record(&self, kind: u32, ok: bool) {
+            let n = self.nheard.load(SeqCst);
+            if n < MAX_HEARD {
+                self.heard[n].store(kind << 1 | u32::from(ok), SeqCst);
+            }
+            self.nheard.store(n + 1, SeqCst);
+        }
+
+        fn heard_at(&self, i: usize) -> (u32, bool) {
+            let v = self.heard[i].load(SeqCst);
+            (v >> 1, v & 1 == 1)
+        }
+
+        /// Whether the ULP heard its connect or accept end (or the
+        /// connection close): a disconnect then does not wait.
+        fn heard_settled(&self) -> bool {
+            let n = self.nheard.load(SeqCst).min(MAX_HEARD);
+            (0..n).any(|i| matches!(self.heard_at(i).0, EV_REPLY | EV_EST | EV_CLOSE))
+        }
+
+        fn claim(&self) -> bool {
+            !self.claimed.swap(true, SeqCst)
+        }
+    }
+
+    /// The cm_ids of one lifecycle: an active id, or a listener and the
+    /// children its CONNECT_REQUESTs create.  Freed through the worker's
+    /// `Grave`, well after the last of them was destroyed.
+    struct Lifecycle {
+        w: *const Worker,
+        listener: bool,
+        /// The listener is destroyed by the handler of this request (+1).
+        destroy_listener_in_req: usize,
+        main: Ctx,
+        kids: [Ctx; MAX_KIDS],
+        /// CONNECT_REQUESTs delivered, and their handlers finished.
+        nkids: AtomicUsize,
+        kids_done: AtomicUsize,
+    }
+
+    fn new_lifecycle(
+        w: &Worker,
+        listener: bool,
+        main: Plan,
+        kids: [Plan; MAX_KIDS],
+        destroy_listener_in_req: usize,
+    ) -> Result<*mut Lifecycle> {
+        let lc = KBox::new(
+            Lifecycle {
+                w: ptr::from_ref(w),
+                listener,
+                destroy_listener_in_req,
+                main: Ctx::new(main),
+                kids: kids.map(Ctx::new),
+                nkids: AtomicUsize::new(0),
+                kids_done: AtomicUsize::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let p = KBox::into_raw(lc);
+        // SAFETY: `p` is new and nobody else has it yet.
+        unsafe {
+            (*p).main.lc = p;
+            for k in (*p).kids.iter_mut() {
+                k.lc = p;
+            }
+        }
+        Ok(p)
+    }
+
+    /// The last `GRAVE` lifecycles of a worker: a late handler call still
+    /// finds its `Ctx` (and fails the test) instead of freed memory.
+    const GRAVE: usize = 32;
+
+    struct Grave {
+        slots: KVec<*mut Lifecycle>,
+        next: usize,
+    }
+
+    impl Grave {
+        fn bury(&mut self, lc: *mut Lifecycle) {
+            if self.slots.len() < GRAVE && self.slots.push(lc, GFP_KERNEL).is_ok() {
+                return;
+            }
+            let old = core::mem::replace(&mut self.slots[self.next], lc);
+            self.next = if self.next + 1 < self.slots.len() {
+                self.next + 1
+            } else {
+                0
+            };
+            // SAFETY: `old` came from `new_lifecycle`; all its cm_ids were
+            // destroyed `GRAVE` lifecycles ago.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+    }
+
+    impl Drop for Grave {
+        fn drop(&mut self) {
+            for &lc in self.slots.iter() {
+                // SAFETY: as in `bury`; the stress is over.
+                drop(unsafe { KBox::from_raw(lc) });
+            }
+        }
+    }
+
+    /// Counters of one stress run.
+    #[derive(Default)]
+    struct Counters {
+        cm_ids: AtomicUsize,
+        upcalls: AtomicUsize,
+        refused: AtomicUsize,
+        req_taken: AtomicUsize,
+        heard: AtomicUsize,
+        handler_destroys: AtomicUsize,
+        handler_fails: AtomicUsize,
+        handler_disconnects: AtomicUsize,
+        handoffs: AtomicUsize,
+        racing_releases: AtomicUsize,
+        /// Check failures.
+        late: AtomicUsize,
+        overlap: AtomicUsize,
+        illegal: AtomicUsize,
+        api_err: AtomicUsize,
+    }
+
+    fn inc(a: &AtomicUsize) {
+        a.fetch_add(1, SeqCst);
+    }
+
+    /// The first few check failures are described in the log.
+    static STRESS_REPORTS: AtomicUsize = AtomicUsize::new(0);
+
+    fn report_more() -> bool {
+        STRESS_REPORTS.fetch_add(1, SeqCst) < 10
+    }
+
+    /// The provider's step that the provider hands to another worker, with
+    /// its reference on the cm_id: `script`, then `rem_ref`.
+    #[derive(Clone, Copy)]
+    struct Job {
+        id: *mut bindings::iw_cm_id,
+        script: Script,
+    }
+
+    const MAILBOX: usize = 64;
+
+    struct Mailbox {
+        jobs: [Job; MAILBOX],
+        head: usize,
+        len: usize,
+    }
+
+    // SAFETY: a job's cm_id pointer comes with a provider reference, which
+    // any thread may use and drop (as siw's work items do).
+    unsafe impl Send for Mailbox {}
+
+    /// One stress thread.
+    #[pin_data]
+    struct Worker {
+        idx: usize,
+        /// Lifecycles to run.
+        quota: usize,
+        stress: *const Stress,
+        /// The lock and condition variable the thread waits on for its
+        /// handlers' progress.
+        #[pin]
+        lock: SpinLock<()>,
+        #[pin]
+        cv: CondVar,
+        #[pin]
+        mailbox: SpinLock<Mailbox>,
+    }
+
+    // SAFETY: `stress` points to the running stress, which outlives every
+    // worker and is shared by all of them (it is `Sync`); the rest is
+    // behind locks or atomic.
+    unsafe impl Send for Worker {}
+    // SAFETY: as for `Send`.
+    unsafe impl Sync for Worker {}
+
+    impl Worker {
+        fn new(idx: usize, quota: usize, stress: *const Stress) -> impl PinInit<Self> {
+            pin_init!(Self {
+                idx,
+                quota,
+                stress,
+                lock <- new_spinlock!((), "stress::Worker::lock"),
+                cv <- new_condvar!("stress::Worker::cv"),
+                mailbox <- new_spinlock!(
+                    Mailbox {
+                        jobs: [Job {
+                            id: ptr::null_mut(),
+                            script: Script::EMPTY,
+                        }; MAILBOX],
+                        head: 0,
+                        len: 0,
+                    },
+                    "stress::Worker::mailbox"
+                ),
+            })
+        }
+
+        fn stress(&self) -> &Stress {
+            // SAFETY: the stress outlives its workers (type invariant of `stress`).
+            unsafe { &*self.stress }
+        }
+
+        /// A handler made progress on one of this worker's ids.
+        fn wake(&self) {
+            drop(self.lock.lock());
+            self.cv.notify_all();
+        }
+
+        /// Waits (at most 10 s) until `f` holds; `f` turns true only by a
+        /// handler, which calls `wake` afterwards.
+        fn wait_until(&self, what: &str, f: impl Fn() -> bool) -> Result {
+            if f() {
+                return Ok(());
+            }
+            let start = Instant::<Monotonic>::now();
+            let mut g = self.lock.lock();
+            while !f() {
+                if start.elapsed().as_millis() > 10_000 {
+                    drop(g);
+                    pr_err!(
+                        "concurrency stress: worker {} waited 10 s for {}\n",
+                        self.idx,
+                        what
+                    );
+                    return Err(ETIMEDOUT);
+                }
+                let _ = self
+                    .cv
+                    .wait_interruptible_timeout(&mut g, msecs_to_jiffies(20));
+            }
+            Ok(())
+        }
+
+        fn push(&self, job: Job) -> bool {
+            let mut m = self.mailbox.lock();
+            if m.len == MAILBOX {
+                return false;
+            }
+            let i = (m.head + m.len) % MAILBOX;
+            m.jobs[i] = job;
+            m.len += 1;
+            true
+        }
+
+        fn pop(&self) -> Option<Job> {
+            let mut m = self.mailbox.lock();
+            if m.len == 0 {
+                return None;
+            }
+            let job = m.jobs[m.head];
+            m.head = (m.head + 1) % MAILBOX;
+            m.len -= 1;
+            Some(job)
+        }
+
+        /// Plays the jobs handed to this worker; how many there were.
+        fn drain(&self) -> usize {
+            let mut n = 0;
+            while let Some(job) = self.pop() {
+                play(self.stress(), job);
+                n += 1;
+            }
+            n
+        }
+    }
+
+    /// One stress run, shared by its workers.
+    struct Stress {
+        seed: u64,
+        dev: *mut bindings::ib_device,
+        workers: KVec<Pin<KBox<Worker>>>,
+        /// Lifecycles finished.
+        done: AtomicUsize,
+        /// Workers that will hand over no more jobs.
+        producers_done: AtomicUsize,
+        /// The workers' `Rng` digests, combined.
+        decisions: AtomicU64,
+        abort: AtomicBool,
+        c: Counters,
+    }
+
+    // SAFETY: `dev` is the fake device, which outlives the run and which
+    // iw_cm uses from any thread; everything else is atomic or pinned
+    // workers that are `Sync`.
+    unsafe impl Send for Stress {}
+    // SAFETY: as for `Send`.
+    unsafe impl Sync for Stress {}
+
+    /// The fake provider plays `op` on `id`, on which it holds a reference.
+    fn play_op(s: &Stress, id: *mut bindings::iw_cm_id, op: u8) -> i32 {
+        let r = upcall_ev(id, op_event(op));
+        inc(&s.c.upcalls);
+        if r != 0 {
+            inc(&s.c.refused);
+        } else if op == OP_REQ {
+            inc(&s.c.req_taken);
+        }
+        r
+    }
+
+    /// The fake provider plays a job: its script, then its `rem_ref`.
+    fn play(s: &Stress, job: Job) {
+        for &op in job.script.ops() {
+            play_op(s, job.id, op);
+        }
+        provider_release(job.id);
+    }
+
+    /// Hands `script` and the provider's reference on `id` to the next
+    /// worker (it plays them on its CPU); false when its mailbox is full.
+    fn hand_off(s: &Stress, from: usize, id: *mut bindings::iw_cm_id, script: Script) -> bool {
+        // (No `%` by a run-time value: objtool of 7.3 does not know Rust's
+        // division-by-zero panic as noreturn.)
+        let next = if from + 1 < s.workers.len() {
+            from + 1
+        } else {
+            0
+        };
+        let to = &s.workers[next];
+        let ok = to.push(Job { id, script });
+        if ok {
+            inc(&s.c.handoffs);
+        }
+        ok
+    }
+
+    fn api_err(s: &Stress, what: &str, r: i32) {
+        inc(&s.c.api_err);
+        if report_more() {
+            pr_err!("concurrency stress: {} returned {}\n", what, r);
+        }
+    }
+
+    /// The stress's fake ULP (from `ulp_handler`): records the event on the
+    /// id's `Ctx` and does what its plan says.
+    ///
+    /// # Safety
+    ///
+    /// `id` and `ev` as for `ulp_handler`; the context of `id` is a `Ctx` of
+    /// the running stress.
+    unsafe fn stress_event(id: *mut bindings::iw_cm_id, ev: *mut bindings::iw_cm_event) -> i32 {
+        // SAFETY: the context is a `Ctx` (caller); its lifecycle is freed
+        // only `GRAVE` lifecycles after its ids were destroyed.
+        let c = unsafe { &*(*id).context.cast::<Ctx>() };
+        // SAFETY: a lifecycle's worker outlives it.
+        let w = unsafe { &*(*c.lc).w };
+        let s = w.stress();
+        // SAFETY: iw_cm passes a valid event.
+        let (kind, ok) = unsafe { ((*ev).event, (*ev).status == 0) };
+        inc(&s.c.heard);
+        if c.destroyed.load(SeqCst) {
+            inc(&s.c.late);
+            if report_more() {
+                pr_err!(
+                    "concurrency stress: event {} delivered after the destroy of its cm_id returned\n",
+                    kind
+                );
+            }
+            // A request on a destroyed listener: iw_cm rejects and
+            // destroys the child.
+            return if kind == EV_REQ { -1 } else { 0 };
+        }
+        if c.busy.swap(true, SeqCst) {
+            inc(&s.c.overlap);
+            if report_more() {
+                pr_err!("concurrency stress: two handlers at once on one cm_id\n");
+            }
+        }
+        let ret = if kind == EV_REQ {
+            // SAFETY: as above.
+            stress_request(s, unsafe { &*c.lc }, c, id)
+        } else {
+            stress_other(s, c, id, kind, ok)
+        };
+        c.busy.store(false, SeqCst);
+        w.wake();
+        ret
+    }
+
+    /// A CONNECT_REQUEST on a listener `c` of `lc`, delivered on the child `id`.
+    fn stress_request(s: &Stress, lc: &Lifecycle, c: &Ctx, id: *mut bindings::iw_cm_id) -> i32 {
+        if !lc.listener || !ptr::eq(c, &lc.main) {
+            inc(&s.c.illegal);
+            if report_more() {
+                pr_err!("concurrency stress: CONNECT_REQUEST on a cm_id that does not listen\n");
+            }
+            return -1;
+        }
+        let k = lc.nkids.fetch_add(1, SeqCst);
+        if k >= MAX_KIDS {
+            inc(&s.c.illegal);
+            if report_more() {
+                pr_err!("concurrency stress: more CONNECT_REQUESTs delivered than taken\n");
+            }
+            lc.kids_done.fetch_add(1, SeqCst);
+            return -1;
+        }
+        let kid = &lc.kids[k];
+        kid.busy.store(true, SeqCst);
+        kid.id.store(id, SeqCst);
+        // SAFETY: the child is the ULP's since this delivery; rdma_cm sets
+        // its child's context in this handler too (iw_conn_req_handler).
+        unsafe { (*id).context = ptr::from_ref(kid).cast_mut().cast() };
+        kid.record(EV_REQ, true);
+        inc(&s.c.cm_ids);
+        let mut ret = 0;
+        match kid.plan.req {
+            KID_ACCEPT | KID_ACCEPT_FAIL => {
+                let r = accept(id);
+                if r == 0 {
+                    kid.accepted.store(true, SeqCst);
+                    // SAFETY: a lifecycle's worker outlives it.
+                    let from = unsafe { (*lc.w).idx };
+                    let job = Job {
+                        id,
+                        script: kid.plan.script,
+                    };
+                    // The provider took a reference in accept; when no
+                    // worker can take the job, the provider plays it
+                    // here (its events wait for this delivery to end).
+                    if !hand_off(s, from, id, job.script) {
+                        play(s, job);
+                    }
+                } else {
+                    api_err(s, "accept in the CONNECT_REQUEST handler", r);
+                }
+                if kid.plan.req == KID_ACCEPT_FAIL && kid.claim() {
+                    kid.destroyed.store(true, SeqCst);
+                    inc(&s.c.handler_fails);
+                    ret = -1;
+                }
+            }
+            KID_REJECT => {
+                // SAFETY: the child is the ULP's and live.
+                let r = unsafe { crate::iw_cm_reject(id, ptr::null(), 0) };
+                if r != 0 {
+                    api_err(s, "reject in the CONNECT_REQUEST handler", r);
+                }
+            }
+            KID_DESTROY => {
+                if kid.claim() {
+                    // SAFETY: the claim makes this handler the child's
+                    // only destroyer.
+                    unsafe { crate::iw_destroy_cm_id(id) };
+                    kid.destroyed.store(true, SeqCst);
+                    inc(&s.c.handler_destroys);
+                }
+            }
+            KID_FAIL => {
+                if kid.claim() {
+                    kid.destroyed.store(true, SeqCst);
+                    inc(&s.c.handler_fails);
+                    ret = -1;
+                }
+            }
+            _ => {}
+        }
+        kid.busy.store(false, SeqCst);
+        if lc.destroy_listener_in_req == k + 1 && lc.main.claim() {
+            // SAFETY: the claim makes this handler the listener's only
+            // destroyer; called from the listener's own delivery, it does
+            // not wait.
+            unsafe { crate::iw_destroy_cm_id(lc.main.id.load(SeqCst)) };
+            lc.main.destroyed.store(true, SeqCst);
+            inc(&s.c.handler_destroys);
+        }
+        // The worker may finish the lifecycle from here on.
+        lc.kids_done.fetch_add(1, SeqCst);
+        ret
+    }
+
+    /// Any other event on `c`'s `id`.
+    fn stress_other(s: &Stress, c: &Ctx, id: *mut bindings::iw_cm_id, kind: u32, ok: bool) -> i32 {
+        c.record(kind, ok);
+        if c.plan.disconnect_on == kind + 1 {
+            // SAFETY: the ULP's reference is held until this delivery ends
+            // (a destroy waits for it); a destroy already begun makes it
+            // -EINVAL.
+            let r = unsafe { crate::iw_cm_disconnect(id, 0) };
+            inc(&s.c.handler_disconnects);
+            if r != 0 && r != errno(kernel::bindings::EINVAL) {
+                api_err(s, "disconnect in the handler", r);
+            }
+        }
+        if c.plan.destroy_on == kind + 1 && c.claim() {
+            // SAFETY: the claim makes this handler the id's only destroyer;
+            // from its own handler, it does not wait.
+            unsafe { crate::iw_destroy_cm_id(id) };
+            c.destroyed.store(true, SeqCst);
+            inc(&s.c.handler_destroys);
+        } else if c.plan.fail_on == kind + 1 && c.claim() {
+            c.destroyed.store(true, SeqCst);
+            inc(&s.c.handler_fails);
+            return -1;
+        }
+        0
+    }
+
+    /// The ULP destroys `c`'s id from outside its handlers (claiming it
+    /// first unless `mine`), or, when a handler claimed it, waits until that
+    /// handler destroyed it (a handler that claims is running).
+    fn destroy_outside(w: &Worker, c: &Ctx, mine: bool) -> Result {
+        if mine || c.claim() {
+            // SAFETY: the claim makes the worker the id's only destroyer; the
+            // ULP's reference is still held.
+            unsafe { crate::iw_destroy_cm_id(c.id.load(SeqCst)) };
+            c.destroyed.store(true, SeqCst);
+            Ok(())
+        } else {
+            w.wait_until("a handler's destroy", || c.destroyed.load(SeqCst))
+        }
+    }
+
+    fn disconnect_outside(s: &Stress, c: &Ctx, abrupt: bool) {
+        // SAFETY: the worker holds the claim: the id is live and only it
+        // may destroy it.
+        let r = unsafe { crate::iw_cm_disconnect(c.id.load(SeqCst), i32::from(abrupt)) };
+        if r != 0 {
+            api_err(s, "disconnect", r);
+        }
+    }
+
+    /// Where the ULP acts while the provider plays a script of `n` steps.
+    #[derive(Clone, Copy)]
+    struct Drive {
+        /// Destroy before this step (`n`: after the script, `n + 1`: after
+        /// the provider's release).
+        destroy_at: usize,
+        /// Disconnect before this step, if the connect/accept is settled by
+        /// then (`usize::MAX`: never).
+        disconnect_at: usize,
+        abrupt: bool,
+        /// The provider's release goes to another worker, racing the destroy.
+        release_elsewhere: bool,
+        /// Spins before the ULP acts when the provider plays elsewhere.
+        spin: usize,
+    }
+
+    impl Drive {
+        const NEVER: Drive = Drive {
+            destroy_at: 0,
+            disconnect_at: usize::MAX,
+            abrupt: false,
+            release_elsewhere: false,
+            spin: 0,
+        };
+
+        fn draw(rng: &mut Rng, n: usize) -> Self {
+            let destroy_at = rng.below(n + 2);
+            let disconnect_at = if rng.chance(1, 3) {
+                rng.below(n + 1)
+            } else {
+                usize::MAX
+            };
+            Drive {
+                destroy_at,
+                disconnect_at,
+                abrupt: rng.chance(1, 2),
+                release_elsewhere: rng.chance(1, 3),
+                spin: rng.below(64),
+            }
+        }
+    }
+
+    /// The provider plays `script` on `c`'s id here, with the ULP's
+    /// disconnect and destroy at the drawn steps; then the provider's
+    /// release, here or on another worker, racing the destroy.
+    fn drive(s: &Stress, w: &Worker, c: &Ctx, script: &Script, d: Drive, passive: bool) -> Result {
+        let id = c.id.load(SeqCst);
+        let ops = script.ops();
+        let mut settled = false;
+        let mut mine = false;
+        let mut gone = false;
+        for i in 0..=ops.len() {
+            if i == d.disconnect_at && settled && !gone && (mine || c.claim()) {
+                mine = true;
+                disconnect_outside(s, c, d.abrupt);
+            }
+            if i == d.destroy_at {
+                destroy_outside(w, c, mine)?;
+                gone = true;
+            }
+            if i < ops.len() && play_op(s, id, ops[i]) == 0 && op_settles(ops[i], passive) {
+                settled = true;
+            }
+        }
+        if !(d.release_elsewhere && hand_off(s, w.idx, id, Script::EMPTY)) {
+            provider_release(id);
+        } else {
+            inc(&s.c.racing_releases);
+        }
+        if !gone {
+            destroy_outside(w, c, mine)?;
+        }
+        Ok(())
+    }
+
+    /// The ULP's part while another worker plays the provider: the jobs
+    /// handed to this worker and a few spins (the other worker may be
+    /// playing by then), a disconnect if the connect/accept is settled,
+    /// the destroy.
+    fn ulp_racing(s: &Stress, w: &Worker, c: &Ctx, d: Drive) -> Result {
+        w.drain();
+        for _ in 0..d.spin {
+            core::hint::spin_loop();
+        }
+        let mut mine = false;
+        if d.disconnect_at != usize::MAX && c.heard_settled() && c.claim() {
+            mine = true;
+            disconnect_outside(s, c, d.abrupt);
+        }
+        destroy_outside(w, c, mine)
+    }
+
+    /// Whether `c` heard a legal sequence: the order of `may_follow` for
+    /// the state its provider events start in (an active id: ConnSent; a
+    /// child after its CONNECT_REQUEST: Accepting once accepted, else
+    /// ConnRecv; a listener: nothing, its requests go to the children),
+    /// each event at most once; and, which the table does not say, nothing
+    /// after a failed CONNECT_REPLY, no CLOSE before an accepted one.
+    fn heard_legal(c: &Ctx, listener: bool, kid: bool) -> bool {
+        let n = c.nheard.load(SeqCst);
+        if n > MAX_HEARD {
+            return false;
+        }
+        let (at, first) = if kid {
+            if n == 0 || c.heard_at(0) != (EV_REQ, true) {
+                return false;
+            }
+            if c.accepted.load(SeqCst) {
+                (At::Accepting, 1)
+            } else {
+                (At::ConnRecv, 1)
+            }
+        } else if listener {
+            (At::Listen, 0)
+        } else {
+            (At::ConnSent, 0)
+        };
+        let order = may_follow(at);
+        let mut pos = 0;
+        let mut replied = false;
+        let mut ended = false;
+        for i in first..n {
+            let (kind, ok) = c.heard_at(i);
+            if ended {
+                return false;
+            }
+            match order[pos..].iter().position(|&k| k == kind) {
+                Some(p) => pos += p + 1,
+                None => return false,
+            }
+            if kind == EV_REPLY {
+                replied = ok;
+                ended = !ok;
+            }
+            if kind == EV_CLOSE && at == At::ConnSent && !replied {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn check_heard(s: &Stress, c: &Ctx, listener: bool, kid: bool) {
+        if heard_legal(c, listener, kid) {
+            return;
+        }
+        inc(&s.c.illegal);
+        if report_more() {
+            let n = c.nheard.load(SeqCst).min(MAX_HEARD);
+            let mut seq = [(0u32, false); MAX_HEARD];
+            for (i, e) in seq.iter_mut().enumerate().take(n) {
+                *e = c.heard_at(i);
+            }
+            pr_err!(
+                "concurrency stress: illegal sequence on a{} cm_id (accepted {}): {:?} (event, status 0)\n",
+                if kid {
+                    " child"
+                } else if listener {
+                    " listener"
+                } else {
+                    "n active"
+                },
+                c.accepted.load(SeqCst),
+                &seq[..n]
+            );
+        }
+    }
+
+    /// An active id: connect, the provider's script (here, interleaved with
+    /// the ULP's disconnect and destroy, or on another CPU racing them).
+    fn active_lifecycle(s: &Stress, w: &Worker, rng: &mut Rng, grave: &mut Grave) -> Result {
+        let plan = handler_plan(rng, EV_REPLY);
+        let script = active_script(rng);
+        let racing = rng.chance(2, 5);
+        let d = Drive::draw(rng, script.n);
+        let lc = new_lifecycle(w, false, plan, [Plan::NONE; MAX_KIDS], 0)?;
+        // SAFETY: freed only by the grave, after all its ids are gone.
+        let l = unsafe { &*lc };
+        let id = match create_on(s.dev, ptr::from_ref(&l.main) as usize) {
+            Ok(id) => id,
+            Err(e) => {
+                // SAFETY: from `new_lifecycle`, and no cm_id knows it.
+                drop(unsafe { KBox::from_raw(lc) });
+                return Err(e);
+            }
+        };
+        l.main.id.store(id, SeqCst);
+        inc(&s.c.cm_ids);
+        let r = connect(id);
+        if r != 0 {
+            api_err(s, "connect", r);
+            destroy_outside(w, &l.main, false)?;
+        } else if racing && hand_off(s, w.idx, id, script) {
+            ulp_racing(s, w, &l.main, d)?;
+        } else {
+            drive(s, w, &l.main, &script, d, false)?;
+        }
+        check_heard(s, &l.main, false, false);
+        grave.bury(lc);
+        Ok(())
+    }
+
+    /// What the worker does with one child.
+    #[derive(Clone, Copy)]
+    struct KidDraw {
+        /// For `KID_LEAVE`: 0-3 accept, 4-6 reject, else destroy unanswered.
+        action: usize,
+        racing: bool,
+        drive: Drive,
+    }
+
+    /// A listener: CONNECT_REQUESTs from here (interleaved with an early
+    /// destroy) or from another CPU (racing the destroy); then the
+    /// children, in the handler or here.
+    fn listener_lifecycle(s: &Stress, w: &Worker, rng: &mut Rng, grave: &mut Grave) -> Result {
+        let nreq = 1 + rng.below(MAX_KIDS);
+        let backlog = 1 + rng.below(4) as i32;
+        let mut kids = [Plan::NONE; MAX_KIDS];
+        let mut draws = [KidDraw {
+            action: 0,
+            racing: false,
+            drive: Drive::NEVER,
+        }; MAX_KIDS];
+        for (k, kd) in kids.iter_mut().zip(draws.iter_mut()) {
+            *k = handler_plan(rng, EV_EST);
+            k.req = match rng.below(20) {
+                0..=5 => KID_ACCEPT,
+                6..=7 => KID_REJECT,
+                8..=9 => KID_DESTROY,
+                10..=11 => KID_FAIL,
+                12 => KID_ACCEPT_FAIL,
+                _ => KID_LEAVE,
+            };
+            k.script = passive_script(rng);
+            *kd = KidDraw {
+                action: rng.below(10),
+                racing: rng.chance(1, 3),
+                drive: Drive::draw(rng, k.script.n),
+            };
+        }
+        let in_req = if rng.chance(3, 20) {
+            1 + rng.below(nreq)
+        } else {
+            0
+        };
+        let racing = rng.chance(1, 3);
+        let early = if rng.chance(1, 6) {
+            rng.below(nreq + 1)
+        } else {
+            usize::MAX
+        };
+        let listener_first = rng.chance(1, 2);
+        let spin = rng.below(64);
+
+        let lc = new_lifecycle(w, true, Plan::NONE, kids, in_req)?;
+        // SAFETY: freed only by the grave, after all its ids are gone.
+        let l = unsafe { &*lc };
+        let id = match create_on(s.dev, ptr::from_ref(&l.main) as usize) {
+            Ok(id) => id,
+            Err(e) => {
+                // SAFETY: from `new_lifecycle`, and no cm_id knows it.
+                drop(unsafe { KBox::from_raw(lc) });
+                return Err(e);
+            }
+        };
+        l.main.id.store(id, SeqCst);
+        inc(&s.c.cm_ids);
+        // The provider's reference for its requests, as siw_create_listen
+        // takes one: a request may come after the ULP's destroy (here, or
+        // after a handler's), and is then refused.
+        // SAFETY: `id` is live and iw_cm's `add_ref` is set.
+        unsafe { ((*id).add_ref.unwrap())(id) };
+        // SAFETY: `id` is live and the worker's.
+        let r = unsafe { crate::iw_cm_listen(id, backlog) };
+        if r != 0 {
+            api_err(s, "listen", r);
+            provider_release(id);
+            destroy_outside(w, &l.main, false)?;
+            grave.bury(lc);
+            return Ok(());
+        }
+        let mut reqs = Script::EMPTY;
+        for _ in 0..nreq {
+            reqs.push(OP_REQ);
+        }
+        if racing && hand_off(s, w.idx, id, reqs) {
+            w.drain();
+            for _ in 0..spin {
+                core::hint::spin_loop();
+            }
+            destroy_outside(w, &l.main, false)?;
+        } else {
+            let mut taken = 0;
+            for k in 0..=nreq {
+                if k == early {
+                    destroy_outside(w, &l.main, false)?;
+                }
+                if k < nreq && play_op(s, id, OP_REQ) == 0 {
+                    taken += 1;
+                }
+            }
+            provider_release(id);
+            // Every request taken is delivered, unless the listener is
+            // destroyed first (then nothing more is).
+            w.wait_until("CONNECT_REQUEST deliveries", || {
+                l.kids_done.load(SeqCst) == taken
+                    || (l.main.destroyed.load(SeqCst)
+                        && l.kids_done.load(SeqCst) == l.nkids.load(SeqCst))
+            })?;
+        }
+        if listener_first && !l.main.claimed.load(SeqCst) {
+            destroy_outside(w, &l.main, false)?;
+        }
+        // No handler is left running on the children's requests.
+        w.wait_until("CONNECT_REQUEST handlers", || {
+            l.kids_done.load(SeqCst) == l.nkids.load(SeqCst)
+        })?;
+        let nkids = l.nkids.load(SeqCst).min(MAX_KIDS);
+        for (kid, kd) in l.kids.iter().zip(draws.iter()).take(nkids) {
+            kid_ulp(s, w, kid, *kd)?;
+            check_heard(s, kid, false, true);
+        }
+        destroy_outside(w, &l.main, false)?;
+        check_heard(s, &l.main, true, false);
+        grave.bury(lc);
+        Ok(())
+    }
+
+    /// The worker's part on a child after its CONNECT_REQUEST handler.
+    fn kid_ulp(s: &Stress, w: &Worker, kid: &Ctx, kd: KidDraw) -> Result {
+        let id = kid.id.load(SeqCst);
+        match kid.plan.req {
+            // No provider event comes before an accept, so no handler
+            // claims the child before the worker accepted it.
+            KID_LEAVE if kd.action <= 3 => {
+                let r = accept(id);
+                if r != 0 {
+                    api_err(s, "accept", r);
+                    return destroy_outside(w, kid, false);
+                }
+                kid.accepted.store(true, SeqCst);
+                if kd.racing && hand_off(s, w.idx, id, kid.plan.script) {
+                    ulp_racing(s, w, kid, kd.drive)
+                } else {
+                    drive(s, w, kid, &kid.plan.script, kd.drive, true)
+                }
+            }
+            KID_LEAVE if kd.action <= 6 => {
+                // SAFETY: the child is the worker's and live.
+                let r = unsafe { crate::iw_cm_reject(id, ptr::null(), 0) };
+                if r != 0 {
+                    api_err(s, "reject", r);
+                }
+                destroy_outside(w, kid, false)
+            }
+            // Accepted in the handler: the provider plays elsewhere.
+            KID_ACCEPT if kid.accepted.load(SeqCst) => ulp_racing(s, w, kid, kd.drive),
+            _ => destroy_outside(w, kid, false),
+        }
+    }
+
+    /// One stress thread: its lifecycles, then the jobs handed to it until
+    /// no worker can hand over more.
+    ///
+    /// # Safety
+    ///
+    /// `data` is a `Worker` of a running stress, which outlives the thread.
+    unsafe extern "C" fn stress_thread(data: *mut c_void) -> c_int {
+        // SAFETY: guaranteed by the caller (`stress_run` joins every thread
+        // before it frees the workers).
+        let w = unsafe { &*data.cast::<Worker>() };
+        match worker_main(w) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    fn worker_main(w: &Worker) -> Result {
+        let s = w.stress();
+        let mut rng = Rng::new(s.seed, w.idx as u64);
+        let mut grave = Grave {
+            slots: KVec::new(),
+            next: 0,
+        };
+        let mut r = Ok(());
+        for _ in 0..w.quota {
+            if s.abort.load(SeqCst) {
+                break;
+            }
+            r = if rng.chance(11, 20) {
+                active_lifecycle(s, w, &mut rng, &mut grave)
+            } else {
+                listener_lifecycle(s, w, &mut rng, &mut grave)
+            };
+            if r.is_err() {
+                // The failed lifecycle is not buried: a handler may still
+                // use it (leaked rather than freed under it).
+                s.abort.store(true, SeqCst);
+                break;
+            }
+            s.done.fetch_add(1, SeqCst);
+            w.drain();
+        }
+        s.decisions
+            .fetch_xor(splitmix64(rng.digest ^ w.idx as u64), SeqCst);
+        s.producers_done.fetch_add(1, SeqCst);
+        // The jobs handed to this worker hold provider references.
+        while s.producers_done.load(SeqCst) < s.workers.len() {
+            if w.drain() == 0 {
+                fsleep(Delta::from_micros(100));
+            }
+        }
+        w.drain();
+        r
+    }
+
+    /// What one run did.
+    struct Report {
+        workers: usize,
+        failed_workers: usize,
+        done: usize,
+        ms: i64,
+    }
+
+    /// Runs `total` lifecycles on the fake device `dev`, one worker per
+    /// online CPU (at least 2), each bound to its CPU.
+    fn stress_run(s: &Stress, total: usize) -> Result<Report> {
+        let n = s.workers.len();
+        let start = Instant::<Monotonic>::now();
+        let mut threads = KVec::with_capacity(n, GFP_KERNEL)?;
+        for w in s.workers.iter() {
+            let data = ptr::from_ref::<Worker>(&**w).cast_mut().cast();
+            // SAFETY: `stress_thread` gets a worker of `s`, which outlives
+            // the thread: every thread is joined below.
+            let t = unsafe { iwcm_c_kthread_start(stress_thread, data, w.idx as u32) };
+            if t.is_null() {
+                pr_err!("concurrency stress: cannot start worker {}\n", w.idx);
+                break;
+            }
+            // Cannot fail: the capacity is reserved.
+            threads.push(t, GFP_KERNEL)?;
+        }
+        let started = threads.len();
+        if started < n {
+            // The workers not started hand over nothing.
+            s.abort.store(true, SeqCst);
+            s.producers_done.fetch_add(n - started, SeqCst);
+        }
+        // While lifecycles finish, the KUnit runner's wait for this case
+        // (insmod, in D state) is no hang: keep the 30 s hung-task
+        // detector off it.  Once they stop, it reports blocked tasks.
+        let mut last = 0;
+        let mut idle = 0;
+        for &t in threads.iter() {
+            // SAFETY: `t` is a started thread, not yet joined.
+            while !unsafe { iwcm_c_kthread_wait(t, 1000) } {
+                let done = s.done.load(SeqCst);
+                if done != last {
+                    last = done;
+                    idle = 0;
+                    // SAFETY: no arguments; any process context.
+                    unsafe { iwcm_c_hung_task_reset() };
+                } else {
+                    idle += 1;
+                    if idle == 20 {
+                        pr_err!(
+                            "concurrency stress: no lifecycle finished for 20 s ({} of {})\n",
+                            done,
+                            total
+                        );
+                    }
+                }
+            }
+        }
+        let mut failed_workers = n - started;
+        for &t in threads.iter() {
+            // SAFETY: `t` is a started thread whose function returned; joined once.
+            if unsafe { iwcm_c_kthread_join(t) } != 0 {
+                failed_workers += 1;
+            }
+        }
+        let ms = start.elapsed().as_millis();
+        // Jobs for workers that never started (none otherwise).
+        for w in s.workers.iter() {
+            w.drain();
+        }
+        Ok(Report {
+            workers: n,
+            failed_workers,
+            done: s.done.load(SeqCst),
+            ms,
+        })
+    }
+
+    /// Allocates a run of `total` lifecycles on `dev`.
+    fn stress_new(seed: u64, dev: *mut bindings::ib_device, total: usize) -> Result<*mut Stress> {
+        // SAFETY: reads the number of online CPUs.
+        let n = (unsafe { iwcm_c_nr_online_cpus() } as usize).max(2);
+        let sp = KBox::into_raw(KBox::new(
+            Stress {
+                seed,
+                dev,
+                workers: KVec::new(),
+                done: AtomicUsize::new(0),
+                producers_done: AtomicUsize::new(0),
+                decisions: AtomicU64::new(0),
+                abort: AtomicBool::new(false),
+                c: Counters::default(),
+            },
+            GFP_KERNEL,
+        )?);
+        for i in 0..n {
+            let quota = total / n + usize::from(i < total % n);
+            let r = KBox::pin_init(Worker::new(i, quota, sp), GFP_KERNEL).and_then(|w| {
+                // SAFETY: `sp` is new; no worker runs yet.
+                unsafe { (*sp).workers.push(w, GFP_KERNEL) }.map_err(Into::into)
+            });
+            if let Err(e) = r {
+                // SAFETY: `sp` came from `KBox::into_raw` above; unused.
+                drop(unsafe { KBox::from_raw(sp) });
+                return Err(e);
+            }
+        }
+        Ok(sp)
+    }
+
+    /// Threads on every CPU drive random cm_id lifecycles through the fake
+    /// provider (see the top of this section).  `iw_cm.kunit_stress_seed`
+    /// replays a printed seed, `iw_cm.kunit_stress_lifecycles` sets the
+    /// count (default 100000; 0 skips).
+    #[test]
+    fn concurrency_stress() -> Result {
+        // SAFETY: reads module parameters.
+        let (seed, total) = unsafe { (iwcm_c_stress_seed(), iwcm_c_stress_lifecycles()) };
+        let total = total as usize;
+        if total == 0 {
+            return Ok(());
+        }
+        reset();
+        STRESS_REPORTS.store(0, SeqCst);
+        let base = LIVE.load(SeqCst);
+        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let mut dev = FakeDev::new()?;
+        let sp = stress_new(seed, dev.raw(), total)?;
+        // SAFETY: freed below, after every worker was joined.
+        let s = unsafe { &*sp };
+        pr_info!(
+            "concurrency stress: seed {:#x} (replay: iw_cm.kunit_stress_seed={:#x}), {} lifecycles on {} workers\n",
+            seed,
+            seed,
+            total,
+            s.workers.len()
+        );
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        crate::cm_id::PROVIDER_FAULTS_QUIET.store(true, SeqCst);
+        let r = stress_run(s, total);
+        crate::cm_id::PROVIDER_FAULTS_QUIET.store(false, SeqCst);
+        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        let live_ok = wait_live(base);
+        let qp_refs = QP_REFS.load(SeqCst);
+        let given_back = (ACCEPTS.load(SeqCst) + REJECTS.load(SeqCst)) as usize;
+        let c = &s.c;
+        let ld = |a: &AtomicUsize| a.load(SeqCst);
+        let taken = ld(&c.req_taken);
+        let rep = match r {
+            Ok(rep) => rep,
+            Err(e) => {
+                // SAFETY: no worker was started.
+                drop(unsafe { KBox::from_raw(sp) });
+                return Err(e);
+            }
+        };
+        let bad = usize::from(rep.done != total)
+            + rep.failed_workers
+            + ld(&c.late)
+            + ld(&c.overlap)
+            + ld(&c.illegal)
+            + ld(&c.api_err)
+            + usize::from(!live_ok)
+            + usize::from(qp_refs != 0)
+            + usize::from(taken != given_back);
+        pr_info!(
+            "concurrency stress: {} lifecycles ({} cm_ids) on {} CPUs in {} ms, decisions {:#x}: {} upcalls ({} refused), {} events heard, {} provider faults, {} destroys, {} non-zero returns and {} disconnects in handlers, {} jobs handed over ({} racing releases); {} late, {} overlapping, {} illegal sequences, {} API errors, {} requests taken and {} given back, live cm_ids {} (before {}), QP refs {}, {} failed workers: {} bad\n",
+            rep.done,
+            ld(&c.cm_ids),
+            rep.workers,
+            rep.ms,
+            s.decisions.load(SeqCst),
+            ld(&c.upcalls),
+            ld(&c.refused),
+            ld(&c.heard),
+            crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults,
+            ld(&c.handler_destroys),
+            ld(&c.handler_fails),
+            ld(&c.handler_disconnects),
+            ld(&c.handoffs),
+            ld(&c.racing_releases),
+            ld(&c.late),
+            ld(&c.overlap),
+            ld(&c.illegal),
+            ld(&c.api_err),
+            taken,
+            given_back,
+            LIVE.load(SeqCst),
+            base,
+            qp_refs,
+            rep.failed_workers,
+            bad
+        );
+        let late = ld(&c.late);
+        let overlap = ld(&c.overlap);
+        let illegal = ld(&c.illegal);
+        let api = ld(&c.api_err);
+        // SAFETY: every worker was joined; nothing uses `sp` any more.
+        drop(unsafe { KBox::from_raw(sp) });
+        assert_eq!(rep.done, total);
+        assert_eq!(rep.failed_workers, 0);
+        assert_eq!(late, 0);
+        assert_eq!(overlap, 0);
+        assert_eq!(illegal, 0);
+        assert_eq!(api, 0);
+        assert_eq!(taken, given_back);
+        assert!(live_ok);
+        assert_eq!(qp_refs, 0);
+        drop(dev);
+        Ok(())
     }
 }
