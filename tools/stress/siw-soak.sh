@@ -6,7 +6,8 @@
 # test machine.
 #
 # One micro-cycle:
-#   1. siw link add on a dummy netdev (lib.sh's iwcm_setup);
+#   1. siw link add on the dummy netdev (set up once, as lib.sh's
+#      iwcm_setup does);
 #   2. connected and moving traffic: an rping pair, a ucmatose pair (the
 #      client reconnecting in a loop) and the Rust sample ULP (role=both, an
 #      nvme-rdma-shaped host with NQ I/O queues + 1 admin queue connected to
@@ -16,7 +17,7 @@
 #      disassociate_ucontext, so the user-space processes are SIGKILLed
 #      0-300 ms after the delete starts (the delete waits for them);
 #   4. everything released: the delete returns (bounded), the sample
-#      rmmods, the dummy netdev goes.
+#      rmmods.
 # Gates per cycle: the delete's status, the sample connected and moving,
 # rping pinged, the live cm_id count back to its baseline, no rdma_cm id
 # left, no new kernel splat (KASAN, lockdep, WARNING, hung task, ...);
@@ -71,86 +72,135 @@ slowest=0
 declare -a fails=()
 
 log() { echo "soak: $*"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-sample_field() { sed -n "s/^$2 //p" "$SAMPLE_DBG/$1" 2>/dev/null | head -n1; }
-sample_recvs() { sed -n 's/^q[0-9]* .* recvs \([0-9]*\) .*/\1/p' "$SAMPLE_DBG/host" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+# Under TCG every exec costs a few hundred ms: the cycle uses bash builtins
+# where it can (a read with a timeout on a pipe nobody writes to as sleep,
+# sysfs/debugfs read with `read`).
+exec {nap_fd}<> <(:)
+nap() { read -r -t "$1" -u "$nap_fd" _; true; }
+now() { printf '%(%s)T' -1; }
+# wait_until SECONDS CMD...: poll CMD every 0.1 s.
+wait_until() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		nap 0.1
+	done
+}
+port_active() { local st; read -r st < "/sys/class/infiniband/$IWCM_RDEV/ports/1/state" 2>/dev/null && [ "$st" = "4: ACTIVE" ]; }
+link_gone() { [ ! -e "/sys/class/infiniband/$IWCM_RDEV" ]; }
+has() { local l; while IFS= read -r l; do [[ $l == *"$2"* ]] && return 0; done < "$1"; return 1; }
+# sample_field FILE KEY: "KEY value" line of the sample's debugfs file.
+sample_field() {
+	local k v
+	while read -r k v; do [ "$k" = "$2" ] && { echo "$v"; return; }; done < "$SAMPLE_DBG/$1" 2>/dev/null
+}
+# sample_echoes: the host queues' receive counts, summed.
+sample_echoes() {
+	local line n=0
+	while IFS= read -r line; do
+		[[ $line =~ ^q[0-9]+\ .*\ recvs\ ([0-9]+) ]] && n=$((n + BASH_REMATCH[1]))
+	done < "$SAMPLE_DBG/host" 2>/dev/null
+	echo "$n"
+}
+cmids() { local c=; [ -r "$IWCM_CMIDS" ] && read -r c < "$IWCM_CMIDS"; echo "$c"; }
+cmids_back() { [ -z "$base_cmids" ] || [ "$(cmids)" = "$base_cmids" ]; }
 pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
 
 # ---------------------------------------------------------------- set-up
 [ -f "$SAMPLE_KO" ] || { log "no sample ULP at $SAMPLE_KO (make modules)"; exit 1; }
-load_iw_cm || { log "cannot load iw_cm ($IWCM_IMPL)"; exit 1; }
-for m in rdma_cm rdma_ucm dummy; do
-	modprobe "$m" || { log "modprobe $m failed"; exit 1; }
-done
-load_siw || { log "cannot load siw ($IWCM_SIW)"; exit 1; }
+iwcm_setup >"$tmp/setup.log" 2>&1 || { cat "$tmp/setup.log"; log "siw/iw_cm set-up failed"; exit 1; }
+rdma link delete "$IWCM_RDEV" || { log "rdma link delete after set-up failed"; exit 1; }
 for d in $(modinfo -F depends "$SAMPLE_KO" 2>/dev/null | tr , ' '); do modprobe "$d"; done
-base_cmids=$(iwcm_cm_ids)
+base_cmids=$(cmids)
 # Read at the start: the boot lines may leave the ring buffer in a long run.
 kasan=$(dmesg | grep -q "KernelAddressSanitizer initialized" && echo yes || echo no)
+# The kernel log of the whole run, for the per-cycle splat gate.
+cat /dev/kmsg > "$tmp/kmsg.raw" &
+kmsg_pid=$!
 t_start=$(now)
-deadline=$(awk -v a="$t_start" -v d="$duration" 'BEGIN { printf "%d", a + d }')
-log "IWCM_IMPL=$IWCM_IMPL duration=${duration}s seed=$seed sample_io_queues=$nq cm_ids baseline '${base_cmids:-n/a}' kernel $(uname -r)"
+deadline=$((t_start + duration))
+log "IWCM_IMPL=$IWCM_IMPL duration=${duration}s seed=$seed sample_io_queues=$nq cm_ids baseline '${base_cmids:-n/a}' kernel $(uname -r) kasan $kasan"
+
+# new_splats FROM: splat lines of the run's kernel log after line FROM.
+new_splats() {
+	local s
+	s=$(tail -n +"$(($1 + 1))" "$tmp/kmsg.raw" | grep -E "$stress_splat_re")
+	# rdma_cm's handler_mutex report, accepted as in lib-stress.sh.
+	if [ -n "$s" ] && tail -n +"$(($1 + 1))" "$tmp/kmsg.raw" | grep -q "handler_mutex"; then
+		s=$(grep -vE "possible (recursive|circular) locking" <<<"$s")
+	fi
+	printf '%s' "$s"
+}
+raw_lines() { wc -l < "$tmp/kmsg.raw"; }
 
 # A cycle takes well under a minute; none starts in the last one.
-while [ $(( $(date +%s) + 60 )) -le "$deadline" ]; do
+while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 	cycles=$((cycles + 1))
 	cyc=$cycles
-	t_cyc=$(now)
-	dm0=$(dmesg | wc -l)
+	t_cyc=$SECONDS
+	k0=$(raw_lines)
 	cfail=()
 	own=$(pick first last); order=$(pick qp cmid); ctx=$(pick handler work)
-	iwcm_setup >"$tmp/setup.log" 2>&1 || cfail+=("siw setup")
+	rdma link add "$IWCM_RDEV" type siw netdev "$IWCM_NETDEV" 2>"$tmp/link.log" || cfail+=("rdma link add: $(<"$tmp/link.log")")
+	wait_until 10 port_active || cfail+=("$IWCM_RDEV port not ACTIVE")
 
 	# Connected, moving traffic: rping pair, ucmatose pair, sample ULP.
 	churn=()
 	rping -s -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-s.log" 2>&1 & churn+=($!)
-	ucmatose -c 4 -C 100000 >"$tmp/ucm-s.log" 2>&1 & churn+=($!)
+	# ucmatose sizes its QPs by the message count: short runs, repeated.
+	: >"$tmp/ucm-c.log"; : >"$tmp/ucm-s.log"
+	( while :; do ucmatose -c 2 -C 100 >>"$tmp/ucm-s.log" 2>&1 || nap 0.1; done ) & churn+=($!)
 	sample=0
 	if insmod "$SAMPLE_KO" role=both addr="$IWCM_ADDR" nr_io_queues="$nq" queue_depth=8 \
 		own_queue="$own" order="$order" context="$ctx" 2>"$tmp/insmod.log" &&
 	   [ "$(sample_field host live)" = $((nq + 1)) ]; then
 		sample=1
 	else
-		cfail+=("sample ULP not connected ($(head -c 200 "$tmp/insmod.log"))")
+		cfail+=("sample ULP not connected ($(<"$tmp/insmod.log"))")
 		[ -d /sys/module/rust_rdma_ulp ] && sample=1
 	fi
-	rping -c -v -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
-	( while :; do ucmatose -s "$IWCM_ADDR" -c 4 -C 20 >/dev/null 2>&1 || sleep 0.1; done ) &
-	churn+=($!)
-	r0=$(sample_recvs)
-	iwcm_wait_for 10 bash -c "grep -q 'ping data' $tmp/rping-c.log" || cfail+=("rping client never pinged")
-	r1=$(sample_recvs)
-	[ "$sample" = 0 ] || [ "$r1" -gt "$r0" ] || cfail+=("sample ULP traffic not moving ($r0 -> $r1 echoes)")
+	# Line-buffered: the gates read their progress while they run.
+	stdbuf -oL rping -c -v -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
+	( while :; do stdbuf -oL ucmatose -s "$IWCM_ADDR" -c 2 -C 200 >>"$tmp/ucm-c.log" 2>&1 || nap 0.1; done ) & churn+=($!)
+	e0=$(sample_echoes)
+	wait_until 20 has "$tmp/rping-c.log" "ping data" || cfail+=("rping client never pinged")
+	wait_until 30 has "$tmp/ucm-c.log" "data transfers complete" || cfail+=("no ucmatose run completed")
+	e1=$(sample_echoes)
+	[ "$sample" = 0 ] || [ "$e1" -gt "$e0" ] || cfail+=("sample ULP traffic not moving ($e0 -> $e1 echoes)")
 
 	# The unplug, under traffic.
-	t0=$(now)
-	timeout 120 rdma link delete "$IWCM_RDEV" &
+	t0=$SECONDS
+	rdma link delete "$IWCM_RDEV" 2>"$tmp/delete.log" &
 	del=$!
-	sleep "0.$((RANDOM % 3))$((RANDOM % 10))"
-	for p in "${churn[@]}"; do kill -9 "$p" 2>/dev/null; done
-	pkill -9 -x rping; pkill -9 -x ucmatose
-	wait "$del"
-	drc=$?
-	dsecs=$(since "$t0")
-	for p in "${churn[@]}"; do wait "$p" 2>/dev/null; done
-	[ "$drc" -eq 0 ] || cfail+=("rdma link delete status $drc")
-	awk -v a="$dsecs" -v b="$slowest" 'BEGIN { exit !(a > b) }' && slowest=$dsecs
-	if [ "$sample" = 1 ]; then
-		[ "$(sample_field host live)" = 0 ] || cfail+=("sample host still has $(sample_field host live) live queues")
-		rmmod rust_rdma_ulp 2>"$tmp/rmmod.log" || cfail+=("rmmod rust_rdma_ulp: $(cat "$tmp/rmmod.log")")
+	nap "0.$((RANDOM % 3))$((RANDOM % 10))"
+	kill -9 "${churn[@]}" 2>/dev/null
+	pkill -9 -x ucmatose
+	if ! wait_until 120 link_gone; then
+		cfail+=("rdma link delete still running after 120 s")
+		echo w > /proc/sysrq-trigger
 	fi
-	ip link del "$IWCM_NETDEV" 2>/dev/null
+	wait "$del" 2>/dev/null
+	drc=$?
+	dsecs=$((SECONDS - t0))
+	wait "${churn[@]}" 2>/dev/null
+	[ "$drc" -eq 0 ] || cfail+=("rdma link delete status $drc: $(<"$tmp/delete.log")")
+	[ "$dsecs" -gt "$slowest" ] && slowest=$dsecs
+	if [ "$sample" = 1 ]; then
+		live=$(sample_field host live)
+		[ "${live:-0}" = 0 ] || cfail+=("sample host still has $live live queues")
+		rmmod rust_rdma_ulp 2>"$tmp/rmmod.log" || cfail+=("rmmod rust_rdma_ulp: $(<"$tmp/rmmod.log")")
+	fi
 
 	# Gates.
-	if ! stress_cmids_back "$base_cmids"; then
-		leaks=$((leaks + 1)); cfail+=("cm_ids $(iwcm_cm_ids) != baseline $base_cmids")
+	if ! wait_until 10 cmids_back; then
+		leaks=$((leaks + 1)); cfail+=("cm_ids $(cmids) != baseline $base_cmids")
 	fi
 	if stress_rdma_ids_left; then
 		leaks=$((leaks + 1)); cfail+=("rdma_cm ids left")
 		rdma resource show cm_id | head -n 10 | sed 's/^/soak:   /'
 	fi
-	s=$(stress_new_splats "$dm0")
+	s=$(new_splats "$k0")
 	if [ -n "$s" ]; then
 		splats=$((splats + 1)); cfail+=("kernel splat")
 		printf '%s\n' "$s" | head -20 | sed 's/^/soak:   dmesg: /'
@@ -158,19 +208,19 @@ while [ $(( $(date +%s) + 60 )) -le "$deadline" ]; do
 	if [ "$leak_every" -gt 0 ] && [ $((cyc % leak_every)) -eq 0 ] && ! stress_kmemleak; then
 		leaks=$((leaks + 1)); cfail+=("kmemleak")
 	fi
-	pings=$(grep -c "ping data" "$tmp/rping-c.log" 2>/dev/null)
 	if [ ${#cfail[@]} -eq 0 ]; then
-		log "cycle $cyc ok ($(since "$t_cyc") s): sample own_queue=$own order=$order context=$ctx, echoes $r0->$r1, rping ${pings:-0} pings, delete ${dsecs} s"
+		log "cycle $cyc ok ($((SECONDS - t_cyc)) s): sample own_queue=$own order=$order context=$ctx, echoes $e0->$e1, delete ${dsecs} s"
 	else
 		failed=$((failed + 1))
 		fails+=("cycle $cyc: ${cfail[*]}")
-		log "cycle $cyc FAILED ($(since "$t_cyc") s): ${cfail[*]} (own_queue=$own order=$order context=$ctx, delete ${dsecs} s)"
-		tail -n 5 "$tmp/setup.log" 2>/dev/null | sed 's/^/soak:   setup: /'
+		log "cycle $cyc FAILED ($((SECONDS - t_cyc)) s): ${cfail[*]} (own_queue=$own order=$order context=$ctx, delete ${dsecs} s)"
 	fi
 done
 
 # ---------------------------------------------------------------- the end
 end_fail=()
+kill "$kmsg_pid" 2>/dev/null
+ip link del "$IWCM_NETDEV" 2>/dev/null
 if ! rmmod rdma_ucm rdma_cm iw_cm 2>"$tmp/rmmod.log"; then
 	end_fail+=("rmmod rdma_ucm rdma_cm iw_cm: $(cat "$tmp/rmmod.log")")
 fi
@@ -179,19 +229,19 @@ rmmod siw 2>/dev/null
 if ! stress_kmemleak; then
 	leaks=$((leaks + 1)); end_fail+=("kmemleak at the end")
 fi
-s=$(stress_new_splats 0)
+s=$(new_splats 0)
 if [ -n "$s" ]; then
 	end_fail+=("kernel splat(s) during the run")
 	printf '%s\n' "$s" | head -20 | sed 's/^/soak:   dmesg: /'
 fi
-lockdep=$(cat /proc/sys/kernel/debug_locks 2>/dev/null || echo '?')
-secs=$(since "$t_start")
+lockdep=$(sed -n "s/^ *debug_locks: *//p" /proc/lockdep_stats 2>/dev/null)
+secs=$(( $(now) - t_start ))
 
 echo
 echo "soak summary: impl=$IWCM_IMPL seed=$seed kernel=$(uname -r) kasan=$kasan"
 echo "soak cycles: $cycles"
 echo "soak seconds: $secs"
-echo "soak cycles per hour: $(awk -v c="$cycles" -v s="$secs" 'BEGIN { printf "%.0f", s > 0 ? c * 3600 / s : 0 }')"
+echo "soak cycles per hour: $(awk -v c="$cycles" -v s="$secs" 'BEGIN { printf "%.0f", (s > 0 ? c * 3600 / s : 0) }')"
 echo "soak failed cycles: $failed"
 echo "soak splats: $splats"
 echo "soak leaks: $leaks"

@@ -51,7 +51,7 @@ while :; do
 	log=$(mktemp)
 	tools/vm/run.sh --name "soak-$boots" --timeout $((d + 600)) --allow-rdma-cm-lockdep -- \
 		env IWCM_IMPL="$impl" tools/stress/siw-soak.sh -d "$d" -s "$s" -q "${IWCM_SOAK_IO_QUEUES:-2}" 2>&1 |
-		tee "$log" | tr -d '\r' | grep --line-buffered -E "^soak|^VM: |^splat-check"
+		tee "$log" | sed -u 's/\r$//' | grep --line-buffered -E "^soak|^VM: |^splat-check"
 	rc=${PIPESTATUS[0]}
 	field() { tr -d '\r' < "$log" | sed -n "s/^soak $1: //p" | tail -n1; }
 	c=$(field cycles); f=$(field "failed cycles"); sp=$(field splats); lk=$(field leaks)
@@ -74,7 +74,7 @@ echo
 echo "soak totals ($impl iw_cm, commit $commit, kernel $(bash -c '. tools/kernel/env.sh; basename "$KCACHE"')):"
 echo "  boots:           $boots ($bad_boots failed)"
 echo "  cycles done:     $cycles in ${secs} s"
-echo "  cycles per hour: $(awk -v c="$cycles" -v s="$secs" 'BEGIN { printf "%.0f", s > 0 ? c * 3600 / s : 0 }')"
+echo "  cycles per hour: $(awk -v c="$cycles" -v s="$secs" 'BEGIN { printf "%.0f", (s > 0 ? c * 3600 / s : 0) }')"
 echo "  failed cycles:   $failed"
 echo "  splats:          $splats"
 echo "  leaks:           $leaks"
