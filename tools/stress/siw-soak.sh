@@ -148,9 +148,9 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 	# Connected, moving traffic: rping pair, ucmatose pair, sample ULP.
 	churn=()
 	rping -s -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-s.log" 2>&1 & churn+=($!)
-	# ucmatose sizes its QPs by the message count: short runs, repeated.
+	# ucmatose runs (2 connections, 10 messages each way), repeated.
 	: >"$tmp/ucm-c.log"; : >"$tmp/ucm-s.log"
-	( while :; do ucmatose -c 2 -C 100 >>"$tmp/ucm-s.log" 2>&1 || nap 0.1; done ) & churn+=($!)
+	( while :; do stdbuf -oL ucmatose -b "$IWCM_ADDR" -c 2 >>"$tmp/ucm-s.log" 2>&1 || nap 0.1; done ) & churn+=($!)
 	sample=0
 	if insmod "$SAMPLE_KO" role=both addr="$IWCM_ADDR" nr_io_queues="$nq" queue_depth=8 \
 		own_queue="$own" order="$order" context="$ctx" 2>"$tmp/insmod.log" &&
@@ -162,7 +162,7 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 	fi
 	# Line-buffered: the gates read their progress while they run.
 	stdbuf -oL rping -c -v -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
-	( while :; do stdbuf -oL ucmatose -s "$IWCM_ADDR" -c 2 -C 200 >>"$tmp/ucm-c.log" 2>&1 || nap 0.1; done ) & churn+=($!)
+	( while :; do stdbuf -oL ucmatose -s "$IWCM_ADDR" -c 2 >>"$tmp/ucm-c.log" 2>&1 || nap 0.1; done ) & churn+=($!)
 	e0=$(sample_echoes)
 	wait_until 20 has "$tmp/rping-c.log" "ping data" || cfail+=("rping client never pinged")
 	wait_until 30 has "$tmp/ucm-c.log" "data transfers complete" || cfail+=("no ucmatose run completed")
@@ -214,6 +214,9 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 		failed=$((failed + 1))
 		fails+=("cycle $cyc: ${cfail[*]}")
 		log "cycle $cyc FAILED ($((SECONDS - t_cyc)) s): ${cfail[*]} (own_queue=$own order=$order context=$ctx, delete ${dsecs} s)"
+		for f in rping-s rping-c ucm-s ucm-c; do
+			tail -n 4 "$tmp/$f.log" 2>/dev/null | sed "s/^/soak:   $f: /"
+		done
 	fi
 done
 
