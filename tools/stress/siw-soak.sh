@@ -8,8 +8,8 @@
 # One micro-cycle:
 #   1. siw link add on the dummy netdev (set up once, as lib.sh's
 #      iwcm_setup does);
-#   2. connected and moving traffic: an rping pair, a ucmatose pair (the
-#      client reconnecting in a loop) and the Rust sample ULP (role=both, an
+#   2. connected and moving traffic: an rping pair (pinging), a ucmatose
+#      pair (connected; both sides rerun in a loop) and the Rust sample ULP (role=both, an
 #      nvme-rdma-shaped host with NQ I/O queues + 1 admin queue connected to
 #      its own target), its device-removal variant drawn at random per cycle
 #      (own queue first/last, QP/cm_id order, in the handler or in work);
@@ -165,7 +165,8 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 	( while :; do stdbuf -oL ucmatose -s "$IWCM_ADDR" -c 2 >>"$tmp/ucm-c.log" 2>&1 || nap 0.1; done ) & churn+=($!)
 	e0=$(sample_echoes)
 	wait_until 20 has "$tmp/rping-c.log" "ping data" || cfail+=("rping client never pinged")
-	wait_until 30 has "$tmp/ucm-c.log" "data transfers complete" || cfail+=("no ucmatose run completed")
+	# ucmatose prints this once its connections are ESTABLISHED.
+	wait_until 30 has "$tmp/ucm-c.log" "receiving data transfers" || cfail+=("ucmatose client never connected")
 	e1=$(sample_echoes)
 	[ "$sample" = 0 ] || [ "$e1" -gt "$e0" ] || cfail+=("sample ULP traffic not moving ($e0 -> $e1 echoes)")
 
@@ -183,7 +184,8 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 	wait "$del" 2>/dev/null
 	drc=$?
 	dsecs=$((SECONDS - t0))
-	wait "${churn[@]}" 2>/dev/null
+	# (braces: bash's "Killed" job notices go to the redirected stderr)
+	{ wait "${churn[@]}"; } 2>/dev/null
 	[ "$drc" -eq 0 ] || cfail+=("rdma link delete status $drc: $(<"$tmp/delete.log")")
 	[ "$dsecs" -gt "$slowest" ] && slowest=$dsecs
 	if [ "$sample" = 1 ]; then
