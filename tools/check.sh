@@ -302,7 +302,10 @@ if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 	# removal (own queue first: the variant that deadlocks the C iw_cm),
 	# where only rdma_cm's handler_mutex lockdep report is accepted.
 	part "KUnit, nvme-rdma unplug, fault storm (rust)"
-	suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
+	# The KUnit suite with its multi-CPU lifecycle stress (100,000 cm_id
+	# lifecycles; off at a plain insmod).
+	IWCM_RUST_PARAMS=kunit_stress_lifecycles=100000 \
+		suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
 	part "sample ULP in-handler removal (rust)"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
 

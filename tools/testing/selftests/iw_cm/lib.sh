@@ -47,6 +47,9 @@ IWCM_CMIDS=/sys/kernel/debug/iw_cm/cm_ids
 # matters once the tests are installed elsewhere.
 IWCM_TOP=${IWCM_TOP:-$(cd "$IWCM_LIB_DIR/../../../.." && pwd)}
 IWCM_RUST_KO=${IWCM_RUST_KO:-$IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm.ko}
+# Module parameters for the Rust iw_cm's insmod (e.g. the KUnit stress's
+# kunit_stress_lifecycles=100000 in make check's KUnit boot).
+IWCM_RUST_PARAMS=${IWCM_RUST_PARAMS:-}
 # The test provider: the kernel's siw with tools/testing/siw/*.patch
 # (tools/testing/siw/build.sh).  IWCM_SIW=stock uses the kernel's siw.ko.
 IWCM_SIW=${IWCM_SIW:-patched}
@@ -242,13 +245,16 @@ iwcm_load_deps() {
 	done
 }
 
-# iwcm_insmod KO WHAT: insmod an out-of-tree module after its dependencies.
+# iwcm_insmod KO WHAT [PARAM=VALUE...]: insmod an out-of-tree module after
+# its dependencies.
 iwcm_insmod() {
-	if [ ! -f "$1" ]; then
-		iwcm_log "no $2 at $1"
+	local ko=$1 what=$2
+	shift 2
+	if [ ! -f "$ko" ]; then
+		iwcm_log "no $what at $ko"
 		return 1
 	fi
-	iwcm_load_deps "$1" && insmod "$1"
+	iwcm_load_deps "$ko" && insmod "$ko" "$@"
 }
 
 # load_iw_cm: load the iw_cm selected by IWCM_IMPL (idempotent; fails when
@@ -267,7 +273,8 @@ load_iw_cm() {
 	c)
 		modprobe iw_cm || return 1 ;;
 	rust)
-		iwcm_insmod "$IWCM_RUST_KO" "Rust iw_cm" || return 1 ;;
+		# shellcheck disable=SC2086
+		iwcm_insmod "$IWCM_RUST_KO" "Rust iw_cm" $IWCM_RUST_PARAMS || return 1 ;;
 	*)
 		iwcm_log "IWCM_IMPL must be c or rust, not '$IWCM_IMPL'"
 		return 1 ;;
