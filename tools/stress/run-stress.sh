@@ -3,7 +3,7 @@
 #
 # Run the siw hot-unplug stress in the test VM with our iw_cm:
 #   tools/stress/run-stress.sh [-c CYCLES] [-m IO_QUEUES] [-s SEED]
-# FLAVOUR=kasan selects the KASAN test kernel (soak: -c 500 or more).
+# The test kernel carries KASAN; the nvme-free soak is tools/stress/soak.sh.
 # The VM's own splat gate and kmemleak scan apply on top of the script's
 # per-cycle gates.  IWCM_IMPL=c runs it against the stock iw_cm.
 set -u
