@@ -212,7 +212,8 @@ static int iwcm_kthread_fn(void *arg)
 	struct iwcm_kthread *k = arg;
 
 	k->ret = k->fn(k->data);
-	complete(&k->done);
+	/* All: iwcm_c_kthread_wait() and the join both wait for it. */
+	complete_all(&k->done);
 	return 0;
 }
 
