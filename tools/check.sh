@@ -39,13 +39,14 @@ case "${1:-}" in
 '') ;;
 *) echo "usage: $0 [--all]" >&2; exit 2 ;;
 esac
-# The C iw_cm selftests CI runs every time: they keep each test honest
-# against the reference (the harness, siw, rping/ucmatose/cmtime,
-# disconnect and reject semantics, killed processes and listeners, the
-# hostile peer's part 1).  The rest (accept_race, rdma_server_client,
-# perftest, provider_load, module_unload and the nvme-rdma unplug) run
-# with the C iw_cm under `make check-all`.
-c_ci_tests=${IWCM_CHECK_C_TESTS:-siw_bringup.sh rping.sh ucmatose.sh cmtime.sh disconnect.sh reject_listener.sh kill_teardown.sh killed_listener.sh}
+# The C iw_cm selftests CI runs every time: they keep the tests whose
+# expectations encode iw_cm semantics honest against the reference (the
+# harness and siw bring-up, rping, disconnect and reject semantics, the
+# killed listener).  The rest (accept_race, ucmatose, cmtime,
+# rdma_server_client, perftest, kill_teardown, provider_load,
+# hostile_peer, module_unload and the nvme-rdma unplug) run with the C
+# iw_cm under `make check-all`: about 25 minutes more under TCG.
+c_ci_tests=${IWCM_CHECK_C_TESTS:-siw_bringup.sh rping.sh disconnect.sh reject_listener.sh killed_listener.sh}
 
 passed=0
 failed=0
