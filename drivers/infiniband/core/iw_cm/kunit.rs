@@ -2958,6 +2958,10 @@ mod tests {
         ms: i64,
     }
 
+    /// The stress stops starting lifecycles after this long, short of
+    /// KUnit's default case timeout (300 s); the case then fails.
+    const STRESS_BUDGET_MS: i64 = 270_000;
+
     /// Runs `total` lifecycles on the fake device `dev`, one worker per
     /// online CPU (at least 2), each bound to its CPU.
     fn stress_run(s: &Stress, total: usize) -> Result<Report> {
@@ -2991,6 +2995,17 @@ mod tests {
             // SAFETY: `t` is a started thread, not yet joined.
             while !unsafe { iwcm_c_kthread_wait(t, 1000) } {
                 let done = s.done.load(SeqCst);
+                if start.elapsed().as_millis() > STRESS_BUDGET_MS && !s.abort.swap(true, SeqCst) {
+                    // Stop before KUnit's timeout, which would kill this
+                    // case's thread with the workers still running: the
+                    // case fails with the count reached.
+                    pr_err!(
+                        "concurrency stress: out of time after {} s: {} of {} lifecycles\n",
+                        STRESS_BUDGET_MS / 1000,
+                        done,
+                        total
+                    );
+                }
                 if done != last {
                     last = done;
                     idle = 0;
