@@ -14,7 +14,9 @@
 # Each round is a one-ping rping pair; every round must complete in 20 s.
 . "$(dirname "$0")/lib.sh"
 
-ROUNDS=${IWCM_ACCEPT_RACE_ROUNDS:-20}
+# Upstream siw loses the race in the first round or two: 8 rounds keep the
+# test sharp at half the time of 20 under TCG with KASAN.
+ROUNDS=${IWCM_ACCEPT_RACE_ROUNDS:-8}
 
 iwcm_init accept_race 2 rping taskset chrt
 iwcm_setup_or_bail
