@@ -82,13 +82,16 @@ set +e
 # int3 in its own boot-time text patching (enqueue_timer, no module
 # loaded).  The failed boot's console is kept as console-boot-failure.log.
 for attempt in 1 2; do
+	# kunit.enable/autorun: the lean kernel's allnoconfig base leaves
+	# KUnit off by default (CONFIG_KUNIT_DEFAULT_ENABLED unset), and the
+	# Rust iw_cm's suite runs at insmod only when it is on.
 	# shellcheck disable=SC2086
 	timeout --signal=KILL "$host_timeout" qemu-system-x86_64 \
 		-machine q35,accel="$accel" $cpu -smp 2 -m 3G \
 		-display none -no-reboot -monitor none -nic none \
 		-serial stdio \
 		-kernel "$bzimage" \
-		-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$here/guest-init.sh panic=-1 loglevel=6 printk.time=1" \
+		-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$here/guest-init.sh panic=-1 loglevel=6 printk.time=1 kunit.enable=1 kunit.autorun=1" \
 		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 		-fsdev local,id=kmods,path="$KMODS",security_model=none,readonly=on \

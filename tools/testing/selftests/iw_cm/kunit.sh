@@ -12,6 +12,13 @@ IWCM_FINISH_CHECKS=0
 iwcm_init kunit 4
 [ "$IWCM_IMPL" = rust ] || iwcm_skip_all "kunit: the KUnit suite belongs to the Rust iw_cm (IWCM_IMPL=$IWCM_IMPL)"
 load_iw_cm || iwcm_skip_all "kunit: cannot load the Rust iw_cm"
+# A KUnit that is built in but disabled (kunit.enable=0, the default of a
+# kernel without CONFIG_KUNIT_DEFAULT_ENABLED) runs nothing: a failure,
+# not a skip, or the suite would silently stop running.
+if [ "$(cat /sys/module/kunit/parameters/enable 2>/dev/null)" = N ]; then
+	ktap_test_fail "KUnit is disabled on this kernel: boot with kunit.enable=1 kunit.autorun=1"
+	ktap_finished
+fi
 [ -r "$RES" ] || iwcm_skip_all "kunit: no $RES (CONFIG_KUNIT_DEBUGFS off?)"
 
 while IFS= read -r l; do ktap_print_msg "$l"; done < "$RES"
