@@ -4,7 +4,9 @@
 # (unplug-stress.sh: nvme-rdma; siw-soak.sh: siw micro-cycles).  Sourced
 # after tools/testing/selftests/iw_cm/lib.sh.
 #
-#   stress_new_splats FROM_LINE   splat lines of dmesg after line FROM_LINE
+#   stress_new_splats FROM_LINE [LOG]
+#                                 splat lines of dmesg (or of LOG, a file the
+#                                 kernel log is copied to) after line FROM_LINE
 #   stress_cmids_back BASE        the Rust iw_cm's live cm_id count back to
 #                                 BASE within 10 s (true when BASE is empty)
 #   stress_rdma_ids_left          some rdma_cm id is still listed
@@ -17,11 +19,12 @@
 
 stress_splat_re='WARNING:|BUG:|Oops|INFO: task .* blocked|possible (recursive|circular) locking|inconsistent lock state|general protection|UBSAN:|KASAN:|kernel BUG|refcount_t:|unreferenced object|soft lockup|rcu.*stall'
 
+__stress_log() { if [ -n "${1:-}" ]; then cat "$1"; else dmesg; fi; }
 stress_new_splats() {
 	local s
-	s=$(dmesg | tail -n +"$(($1 + 1))" | grep -E "$stress_splat_re")
-	if [ "${IWCM_ALLOW_RDMA_CM_LOCKDEP:-0}" = 1 ] &&
-	   dmesg | tail -n +"$(($1 + 1))" | grep -q "handler_mutex"; then
+	s=$(__stress_log "${2:-}" | tail -n +"$(($1 + 1))" | grep -E "$stress_splat_re")
+	if [ -n "$s" ] && [ "${IWCM_ALLOW_RDMA_CM_LOCKDEP:-0}" = 1 ] &&
+	   __stress_log "${2:-}" | tail -n +"$(($1 + 1))" | grep -q "handler_mutex"; then
 		s=$(grep -vE "possible (recursive|circular) locking" <<<"$s")
 	fi
 	printf '%s' "$s"

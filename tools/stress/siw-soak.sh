@@ -122,16 +122,6 @@ t_start=$(now)
 deadline=$((t_start + duration))
 log "IWCM_IMPL=$IWCM_IMPL duration=${duration}s seed=$seed sample_io_queues=$nq cm_ids baseline '${base_cmids:-n/a}' kernel $(uname -r) kasan $kasan"
 
-# new_splats FROM: splat lines of the run's kernel log after line FROM.
-new_splats() {
-	local s
-	s=$(tail -n +"$(($1 + 1))" "$tmp/kmsg.raw" | grep -E "$stress_splat_re")
-	# rdma_cm's handler_mutex report, accepted as in lib-stress.sh.
-	if [ -n "$s" ] && tail -n +"$(($1 + 1))" "$tmp/kmsg.raw" | grep -q "handler_mutex"; then
-		s=$(grep -vE "possible (recursive|circular) locking" <<<"$s")
-	fi
-	printf '%s' "$s"
-}
 raw_lines() { wc -l < "$tmp/kmsg.raw"; }
 
 # A cycle takes well under a minute; none starts in the last one.
@@ -202,7 +192,7 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 		leaks=$((leaks + 1)); cfail+=("rdma_cm ids left")
 		rdma resource show cm_id | head -n 10 | sed 's/^/soak:   /'
 	fi
-	s=$(new_splats "$k0")
+	s=$(stress_new_splats "$k0" "$tmp/kmsg.raw")
 	if [ -n "$s" ]; then
 		splats=$((splats + 1)); cfail+=("kernel splat")
 		printf '%s\n' "$s" | head -20 | sed 's/^/soak:   dmesg: /'
@@ -234,7 +224,7 @@ rmmod siw 2>/dev/null
 if ! stress_kmemleak; then
 	leaks=$((leaks + 1)); end_fail+=("kmemleak at the end")
 fi
-s=$(new_splats 0)
+s=$(stress_new_splats 0 "$tmp/kmsg.raw")
 if [ -n "$s" ]; then
 	end_fail+=("kernel splat(s) during the run")
 	printf '%s\n' "$s" | head -20 | sed 's/^/soak:   dmesg: /'
