@@ -7,6 +7,8 @@
 #   3. make modules                         (our Rust iw_cm, when the target exists),
 #      then make rustfmtcheck and make clippy (no warning allowed)
 #   4. make hosttest                        (host unit tests, when the target exists)
+#      and tools/build-errors-test.sh (the build's messages for a tree
+#      without Rust artefacts or without the port mapper sources)
 #   5. the iw_cm selftests' C tool built on the host (gcc)
 #   6. the VM harness's own negative tests: a kernel WARNING and a KASAN
 #      report (lkdtm, one boot) must each be reported and fail the run, a
@@ -195,6 +197,15 @@ else
 	say "note: no 'hosttest' target in the top-level Makefile: host unit tests skipped"
 fi
 
+say "== build against trees that cannot build it: one clear line, at once"
+log=$IWCM_RESULTS_DIR/build-errors.log
+"$top/tools/build-errors-test.sh" 2>&1 | tee "$log"
+if [ "${PIPESTATUS[0]}" -eq 0 ]; then
+	record pass "build errors: headers-only tree and missing port mapper sources stop at once with one line"
+else
+	record fail "build errors: see $log"
+fi
+
 # ---------------------------------------------------------------- 5
 part "selftests C tool"
 say "== iw_cm selftests: build the C tool on the host"
@@ -324,7 +335,7 @@ if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 	part "KUnit, nvme-rdma unplug, fault storm (rust)"
 	# The KUnit suite with its multi-CPU lifecycle stress (100,000 cm_id
 	# lifecycles; off at a plain insmod).
-	IWCM_RUST_PARAMS=kunit_stress_lifecycles=100000 \
+	IWCM_KUNIT_PARAMS=stress_lifecycles=100000 \
 		suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
 	part "sample ULP in-handler removal (rust)"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep

@@ -8,17 +8,13 @@
  *
  * Mirrors the init/exit and table parts of drivers/infiniband/core/iwcm.c.
  */
-#include <linux/cpumask.h>
 #include <linux/debugfs.h>
 #include <linux/fault-inject.h>
-#include <linux/kthread.h>
-#include <linux/ktime.h>
 #include <linux/module.h>
-#include <linux/nmi.h>
-#include <linux/slab.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
+#include <kunit/visibility.h>
 #include <net/net_namespace.h>
 #include <rdma/iw_cm.h>
 #include <rdma/iw_portmap.h>
@@ -151,134 +147,23 @@ static void iwcm_fault_exit(void) { }
 bool iwcm_c_should_fail_alloc(size_t size) { return false; }
 #endif
 
-#if IS_BUILTIN(CONFIG_KUNIT)
-/*
- * The KUnit concurrency stress (kunit.rs, concurrency_stress): its seed and
- * size as module parameters, and kernel threads, which the Rust kernel
- * crate of 7.3 cannot start.
- *
- *   insmod iw_cm.ko kunit_stress_seed=0x...      replays a printed seed
- *   insmod iw_cm.ko kunit_stress_lifecycles=N    N lifecycles (0, default: skip)
- */
-static unsigned long kunit_stress_seed;
-module_param(kunit_stress_seed, ulong, 0444);
-MODULE_PARM_DESC(kunit_stress_seed,
-		 "KUnit concurrency stress: seed to replay (0: taken from ktime and printed)");
-/*
- * 0 by default: the stress takes up to two minutes under TCG, and the
- * suite runs at every insmod.  The KUnit selftest (kunit.sh) loads the
- * module with kunit_stress_lifecycles=100000 and fails when it did not run.
- */
-static unsigned int kunit_stress_lifecycles;
-module_param(kunit_stress_lifecycles, uint, 0444);
-MODULE_PARM_DESC(kunit_stress_lifecycles,
-		 "KUnit concurrency stress: cm_id lifecycles to run (default 0: skipped, says so)");
-
-struct iwcm_kthread {
-	struct task_struct *task;
-	struct completion done;
-	int (*fn)(void *data);
-	void *data;
-	int ret;
-};
-
-u64 iwcm_c_stress_seed(void);
-unsigned int iwcm_c_stress_lifecycles(void);
-unsigned int iwcm_c_nr_online_cpus(void);
-struct iwcm_kthread *iwcm_c_kthread_start(int (*fn)(void *), void *data,
-					  unsigned int idx);
-bool iwcm_c_kthread_wait(struct iwcm_kthread *k, unsigned int ms);
-int iwcm_c_kthread_join(struct iwcm_kthread *k);
-void iwcm_c_hung_task_reset(void);
-
-/* The seed to use: the parameter, or one taken from the clock (never 0). */
-u64 iwcm_c_stress_seed(void)
-{
-	return kunit_stress_seed ? kunit_stress_seed : ktime_get_ns() | 1;
-}
-
-unsigned int iwcm_c_stress_lifecycles(void)
-{
-	return kunit_stress_lifecycles;
-}
-
-unsigned int iwcm_c_nr_online_cpus(void)
-{
-	return num_online_cpus();
-}
-
-static int iwcm_kthread_fn(void *arg)
-{
-	struct iwcm_kthread *k = arg;
-
-	k->ret = k->fn(k->data);
-	/* All: iwcm_c_kthread_wait() and the join both wait for it. */
-	complete_all(&k->done);
-	return 0;
-}
 
 /*
- * Runs FN(DATA) on a new kernel thread "iwcm_stress/IDX", bound to the
- * IDX-th online CPU (not bound when there are fewer CPUs).  Returns the
- * handle for iwcm_c_kthread_wait() and iwcm_c_kthread_join(), or NULL.
+ * Every cm_id holds a reference on this module (cm_id.rs, ModulePin), so
+ * rmmod answers "in use" while a provider can still call into it.
  */
-struct iwcm_kthread *iwcm_c_kthread_start(int (*fn)(void *), void *data,
-					  unsigned int idx)
-{
-	struct iwcm_kthread *k = kzalloc(sizeof(*k), GFP_KERNEL);
-	unsigned int cpu;
+bool iwcm_c_module_get(void);
+void iwcm_c_module_put(void);
 
-	if (!k)
-		return NULL;
-	init_completion(&k->done);
-	k->fn = fn;
-	k->data = data;
-	k->task = kthread_create(iwcm_kthread_fn, k, "iwcm_stress/%u", idx);
-	if (IS_ERR(k->task)) {
-		kfree(k);
-		return NULL;
-	}
-	/* For kthread_stop() after the function returned (the join). */
-	get_task_struct(k->task);
-	cpu = cpumask_nth(idx, cpu_online_mask);
-	if (cpu < nr_cpu_ids)
-		kthread_bind(k->task, cpu);
-	wake_up_process(k->task);
-	return k;
+bool iwcm_c_module_get(void)
+{
+	return try_module_get(THIS_MODULE);
 }
 
-/* Whether K's function returned within MS milliseconds. */
-bool iwcm_c_kthread_wait(struct iwcm_kthread *k, unsigned int ms)
+void iwcm_c_module_put(void)
 {
-	return wait_for_completion_timeout(&k->done, msecs_to_jiffies(ms)) != 0;
+	module_put(THIS_MODULE);
 }
-
-/*
- * Waits for K's function, then for its thread to exit (no code of this
- * module runs on it afterwards), frees K and returns the function's result.
- */
-int iwcm_c_kthread_join(struct iwcm_kthread *k)
-{
-	int ret;
-
-	wait_for_completion(&k->done);
-	kthread_stop_put(k->task);
-	ret = k->ret;
-	kfree(k);
-	return ret;
-}
-
-/*
- * The stress runs for longer than the test kernel's hung-task timeout
- * (30 s) while the KUnit runner (insmod) waits for it in D state.  Called
- * by the stress only while its lifecycles make progress; once they stop,
- * the detector reports the blocked tasks as usual.
- */
-void iwcm_c_hung_task_reset(void)
-{
-	reset_hung_task_detector();
-}
-#endif
 
 /* As iw_cm_init() in iwcm.c. */
 int iwcm_c_init(void)
@@ -323,3 +208,20 @@ void iwcm_c_exit(void)
 	destroy_workqueue(iwcm_wq);
 	iwpm_exit(RDMA_NL_IWCM);
 }
+
+/*
+ * The test-only interface of iw_cm_kunit.ko (kunit_iface.rs), exported
+ * into the EXPORTED_FOR_KUNIT_TESTING namespace when the kernel has KUnit
+ * (EXPORT_SYMBOL_IF_KUNIT, as in-tree code under test does); nothing of
+ * it runs unless the test module calls it.
+ */
+#if IS_ENABLED(CONFIG_KUNIT)
+size_t iwcm_kunit_live_cm_ids(void);
+size_t iwcm_kunit_provider_faults(void);
+bool iwcm_kunit_settled(struct iw_cm_id *cm_id);
+void iwcm_kunit_expect_faults(const void *connect_op, bool quiet);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_live_cm_ids);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_provider_faults);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_settled);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_expect_faults);
+#endif

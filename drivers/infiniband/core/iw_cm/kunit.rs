@@ -7,13 +7,15 @@
 //! calls and QP state changes, and injects events through the cm_id's
 //! `event_handler` exactly as siw and iw_cxgb4 do.  The fake ULP records
 //! every delivered event with the number of iw_cm QP references held at
-//! that moment.  The suite runs when the module is loaded (CONFIG_KUNIT);
-//! results are in /sys/kernel/debug/kunit/rust_iw_cm/results.
+//! that moment.  The suite runs when iw_cm_kunit.ko is loaded (never with
+//! iw_cm.ko alone); results are in /sys/kernel/debug/kunit/rust_iw_cm/results.
+//! It reaches iw_cm.ko through the nine exported functions and the
+//! test-only interface of kunit_iface.rs (`crate::iface`).
 
 #[kernel::macros::kunit_tests(rust_iw_cm)]
 mod tests {
     use crate::bindings;
-    use crate::cm_id::LIVE;
+    use crate::iface;
     use core::ffi::c_void;
     use core::mem::MaybeUninit;
     use core::ptr;
@@ -110,6 +112,23 @@ mod tests {
         }
         REJECTED_TOKENS.store(0, SeqCst);
         LISTENER.store(ptr::null_mut(), SeqCst);
+    }
+
+    /// Provider faults of the fake provider's devices are provoked on
+    /// purpose from now on: iw_cm counts them and logs them at info level
+    /// (`quiet`: not at all) instead of warning.  A real provider's faults
+    /// still warn.
+    fn expect_faults(quiet: bool) {
+        let op: unsafe extern "C" fn(
+            *mut bindings::iw_cm_id,
+            *mut bindings::iw_cm_conn_param,
+        ) -> i32 = fake_connect;
+        iface::expect_faults(op as *const c_void, quiet);
+    }
+
+    /// Ends [`expect_faults`].
+    fn expect_no_faults() {
+        iface::expect_faults(ptr::null(), false);
     }
 
     /// Fake provider op.
@@ -360,7 +379,7 @@ mod tests {
             }
             if mode == MODE_DESTROY_CHILD_IN_REQ {
                 // SAFETY: the child is ours (delivered with the request).
-                unsafe { crate::iw_destroy_cm_id(id) };
+                unsafe { bindings::iw_destroy_cm_id(id) };
                 return 0;
             }
             if mode == MODE_FAIL_REQ {
@@ -375,7 +394,7 @@ mod tests {
                     ms += 5;
                 }
                 // SAFETY: the test handed its listener over to us.
-                unsafe { crate::iw_destroy_cm_id(LISTENER.load(SeqCst)) };
+                unsafe { bindings::iw_destroy_cm_id(LISTENER.load(SeqCst)) };
             }
         }
         if kind == EV_CLOSE {
@@ -391,7 +410,7 @@ mod tests {
             if mode == MODE_DESTROY_SELF_ON_CLOSE {
                 // SAFETY: the ULP owns this cm_id; destroying it from its own
                 // handler must not deadlock.
-                unsafe { crate::iw_destroy_cm_id(id) };
+                unsafe { bindings::iw_destroy_cm_id(id) };
             }
             if mode == MODE_FAIL_CLOSE {
                 return -1;
@@ -526,7 +545,7 @@ mod tests {
     /// `tag` is the fake ULP's context (see `ulp_handler`).
     fn create_on(dev: *mut bindings::ib_device, tag: usize) -> Result<*mut bindings::iw_cm_id> {
         // SAFETY: the fake device outlives the cm_id (destroyed in-test).
-        let id = unsafe { crate::iw_create_cm_id(dev, Some(ulp_handler), tag as *mut c_void) };
+        let id = unsafe { bindings::iw_create_cm_id(dev, Some(ulp_handler), tag as *mut c_void) };
         // Not NULL and not an ERR_PTR.
         ensure!(!id.is_null() && (id as usize) < usize::MAX - 4095);
         // SAFETY: `id` is live, new and owned by the test: the addresses are
@@ -544,11 +563,11 @@ mod tests {
             ..Default::default()
         };
         // SAFETY: `id` is live; `p` is valid.
-        unsafe { crate::iw_cm_connect(id, &mut p) }
+        unsafe { bindings::iw_cm_connect(id, &mut p) }
     }
 
     fn wait_live(n: usize) -> bool {
-        wait_until(|| LIVE.load(SeqCst) == n)
+        wait_until(|| iface::live() == n)
     }
 
     /// Defines `$name`, whose `fire(id, kind)` makes one upcall of event
@@ -618,7 +637,7 @@ mod tests {
     #[test]
     fn upcalls_from_softirq_context() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 12)?;
         assert_eq!(connect(id), 0);
@@ -626,7 +645,7 @@ mod tests {
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         assert_eq!(event(0), (12, EV_REPLY, 1));
         // SAFETY: `id` is live and owned by the test.
-        assert_eq!(unsafe { crate::iw_cm_disconnect(id, 0) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_disconnect(id, 0) }, 0);
         assert_eq!(upcall(id, EV_DISC, 0), 0);
         assert_eq!(SoftIrqUpcall::fire(id, EV_CLOSE)?, 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
@@ -635,7 +654,7 @@ mod tests {
         assert_eq!(SoftIrqUpcall::fire(id, EV_DISC)?, 0);
         provider_release(id);
         // SAFETY: the test owns `id`.
-        unsafe { crate::iw_destroy_cm_id(id) };
+        unsafe { bindings::iw_destroy_cm_id(id) };
         assert!(wait_live(base));
         assert_eq!(NEVENTS.load(SeqCst), 2);
         assert_eq!(QP_REFS.load(SeqCst), 0);
@@ -645,7 +664,7 @@ mod tests {
     #[test]
     fn close_is_delivered_after_the_qp_reference_is_dropped() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 1)?;
         assert_eq!(connect(id), 0);
@@ -662,7 +681,7 @@ mod tests {
         assert_eq!(ipv4_of(&ml), inet(WIRE_LOCAL));
         assert_eq!(ipv4_of(&mr), inet(WIRE_REMOTE));
         // SAFETY: `id` is live.
-        assert_eq!(unsafe { crate::iw_cm_disconnect(id, 0) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_disconnect(id, 0) }, 0);
         assert_eq!(QP_TO_SQD.load(SeqCst), 1);
         assert_eq!(upcall(id, EV_DISC, 0), 0);
         assert_eq!(upcall(id, EV_CLOSE, 0), 0);
@@ -671,7 +690,7 @@ mod tests {
         assert_eq!(event(1), (1, EV_CLOSE, 0));
         provider_release(id);
         // SAFETY: the test owns `id`.
-        unsafe { crate::iw_destroy_cm_id(id) };
+        unsafe { bindings::iw_destroy_cm_id(id) };
         assert!(wait_live(base));
         assert_eq!(QP_REFS.load(SeqCst), 0);
         Ok(())
@@ -680,7 +699,7 @@ mod tests {
     #[test]
     fn failed_connect_reply_drops_the_qp_reference_first() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 2)?;
         assert_eq!(connect(id), 0);
@@ -693,7 +712,7 @@ mod tests {
         // The id is idle again: it may connect anew (iwcm.c semantics).
         provider_release(id);
         // SAFETY: the test owns `id`.
-        unsafe { crate::iw_destroy_cm_id(id) };
+        unsafe { bindings::iw_destroy_cm_id(id) };
         assert!(wait_live(base));
         assert_eq!(QP_REFS.load(SeqCst), 0);
         Ok(())
@@ -702,18 +721,18 @@ mod tests {
     #[test]
     fn destroy_of_a_connected_id_resets_the_qp_and_drops_later_events() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 3)?;
         assert_eq!(connect(id), 0);
         assert_eq!(upcall(id, EV_REPLY, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         // SAFETY: the test owns `id`.
-        unsafe { crate::iw_destroy_cm_id(id) };
+        unsafe { bindings::iw_destroy_cm_id(id) };
         assert_eq!(QP_TO_ERR.load(SeqCst), 1);
         assert_eq!(QP_REFS.load(SeqCst), 0);
         // The provider still holds the cm_id: its late CLOSE is dropped.
-        assert_eq!(LIVE.load(SeqCst), base + 1);
+        assert_eq!(iface::live(), base + 1);
         assert_eq!(upcall(id, EV_CLOSE, 0), 0);
         provider_release(id);
         assert!(wait_live(base));
@@ -724,7 +743,7 @@ mod tests {
     #[test]
     fn api_misuse_returns_einval_and_leaves_no_reference() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let einval = -(kernel::bindings::EINVAL as i32);
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 4)?;
@@ -734,20 +753,20 @@ mod tests {
         };
         // SAFETY: `id` is live and owned by the test; `p` is valid.
         unsafe {
-            assert_eq!(crate::iw_cm_accept(id, &mut p), einval);
-            assert_eq!(crate::iw_cm_reject(id, ptr::null(), 0), einval);
-            assert_eq!(crate::iw_cm_listen(id, -1), einval);
+            assert_eq!(bindings::iw_cm_accept(id, &mut p), einval);
+            assert_eq!(bindings::iw_cm_reject(id, ptr::null(), 0), einval);
+            assert_eq!(bindings::iw_cm_listen(id, -1), einval);
         }
         assert_eq!(QP_REFS.load(SeqCst), 0);
         p.qpn = FAKE_QPN + 1;
         // SAFETY: as above.
-        assert_eq!(unsafe { crate::iw_cm_connect(id, &mut p) }, einval);
+        assert_eq!(unsafe { bindings::iw_cm_connect(id, &mut p) }, einval);
         assert_eq!(connect(id), 0);
         assert_eq!(connect(id), einval);
         assert_eq!(QP_REFS.load(SeqCst), 1);
         provider_release(id);
         // SAFETY: the test owns `id`.
-        unsafe { crate::iw_destroy_cm_id(id) };
+        unsafe { bindings::iw_destroy_cm_id(id) };
         assert_eq!(QP_REFS.load(SeqCst), 0);
 
         let l = create(&mut dev, 5)?;
@@ -758,12 +777,15 @@ mod tests {
         let mut mask = 0;
         // SAFETY: `l` is live and owned by the test.
         unsafe {
-            assert_eq!(crate::iw_cm_init_qp_attr(l, &mut attr, &mut mask), 0);
-            assert_eq!(crate::iw_cm_listen(l, 4), 0);
-            assert_eq!(crate::iw_cm_disconnect(l, 0), einval);
-            assert_eq!(crate::iw_cm_init_qp_attr(l, &mut attr, &mut mask), einval);
-            assert_eq!(crate::iw_cm_listen(l, 4), einval);
-            crate::iw_destroy_cm_id(l);
+            assert_eq!(bindings::iw_cm_init_qp_attr(l, &mut attr, &mut mask), 0);
+            assert_eq!(bindings::iw_cm_listen(l, 4), 0);
+            assert_eq!(bindings::iw_cm_disconnect(l, 0), einval);
+            assert_eq!(
+                bindings::iw_cm_init_qp_attr(l, &mut attr, &mut mask),
+                einval
+            );
+            assert_eq!(bindings::iw_cm_listen(l, 4), einval);
+            bindings::iw_destroy_cm_id(l);
         }
         assert_eq!(UNLISTENS.load(SeqCst), 1);
         assert!(wait_live(base));
@@ -777,19 +799,19 @@ mod tests {
     #[test]
     fn listen_with_a_backlog_beyond_kmalloc_max() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let l = create(&mut dev, 13)?;
         // SAFETY: `l` is live and owned by the test.
-        assert_eq!(unsafe { crate::iw_cm_listen(l, 20000) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 20000) }, 0);
         assert_eq!(LISTENS.load(SeqCst), 1);
         assert_eq!(upcall(l, EV_REQ, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         let child = CHILD.load(SeqCst);
         // SAFETY: the test owns both ids; the unaccepted child is rejected.
         unsafe {
-            crate::iw_destroy_cm_id(child);
-            crate::iw_destroy_cm_id(l);
+            bindings::iw_destroy_cm_id(child);
+            bindings::iw_destroy_cm_id(l);
         }
         assert_eq!(UNLISTENS.load(SeqCst), 1);
         assert!(wait_live(base));
@@ -799,11 +821,11 @@ mod tests {
     #[test]
     fn child_destroyed_inside_its_connect_request() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let l = create(&mut dev, 6)?;
         // SAFETY: `l` is live and owned by the test.
-        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
         MODE.store(MODE_DESTROY_CHILD_IN_REQ, SeqCst);
         assert_eq!(upcall(l, EV_REQ, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
@@ -811,7 +833,7 @@ mod tests {
         assert!(wait_until(|| REJECTS.load(SeqCst) == 1));
         assert!(wait_live(base + 1));
         // SAFETY: the test owns `l`.
-        unsafe { crate::iw_destroy_cm_id(l) };
+        unsafe { bindings::iw_destroy_cm_id(l) };
         assert!(wait_live(base));
         Ok(())
     }
@@ -819,11 +841,11 @@ mod tests {
     #[test]
     fn failing_connect_request_handler_rejects_and_frees_the_child() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let l = create(&mut dev, 7)?;
         // SAFETY: `l` is live and owned by the test.
-        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
         MODE.store(MODE_FAIL_REQ, SeqCst);
         for _ in 0..2 {
             assert_eq!(upcall(l, EV_REQ, 0), 0);
@@ -831,7 +853,7 @@ mod tests {
         assert!(wait_until(|| REJECTS.load(SeqCst) == 2));
         assert!(wait_live(base + 1));
         // SAFETY: the test owns `l`.
-        unsafe { crate::iw_destroy_cm_id(l) };
+        unsafe { bindings::iw_destroy_cm_id(l) };
         assert!(wait_live(base));
         Ok(())
     }
@@ -839,11 +861,11 @@ mod tests {
     #[test]
     fn accepted_child_gets_established_then_close() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let l = create(&mut dev, 8)?;
         // SAFETY: `l` is live and owned by the test.
-        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
         assert_eq!(upcall(l, EV_REQ, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         let child = CHILD.load(SeqCst);
@@ -867,8 +889,8 @@ mod tests {
         provider_release(child);
         // SAFETY: the test owns both ids.
         unsafe {
-            crate::iw_destroy_cm_id(child);
-            crate::iw_destroy_cm_id(l);
+            bindings::iw_destroy_cm_id(child);
+            bindings::iw_destroy_cm_id(l);
         }
         assert!(wait_live(base));
         Ok(())
@@ -881,12 +903,12 @@ mod tests {
     #[test]
     fn accepted_child_hears_close_when_the_peer_closes_first() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
-        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let base = iface::live();
+        let faults = iface::provider_faults();
         let mut dev = FakeDev::new()?;
         let l = create(&mut dev, 14)?;
         // SAFETY: `l` is live and owned by the test.
-        assert_eq!(unsafe { crate::iw_cm_listen(l, 2) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
         assert_eq!(upcall(l, EV_REQ, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         let child = CHILD.load(SeqCst);
@@ -896,12 +918,12 @@ mod tests {
         assert_eq!(upcall(child, EV_CLOSE, 0), 0);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
         assert_eq!(event(1), (14, EV_CLOSE, 0));
-        assert_eq!(crate::cm_id::PROVIDER_FAULTS.load(SeqCst), faults);
+        assert_eq!(iface::provider_faults(), faults);
         provider_release(child);
         // SAFETY: the test owns both ids.
         unsafe {
-            crate::iw_destroy_cm_id(child);
-            crate::iw_destroy_cm_id(l);
+            bindings::iw_destroy_cm_id(child);
+            bindings::iw_destroy_cm_id(l);
         }
         assert!(wait_live(base));
         assert_eq!(QP_REFS.load(SeqCst), 0);
@@ -911,7 +933,7 @@ mod tests {
     #[test]
     fn a_blocked_handler_does_not_delay_other_cm_ids() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let a = create(&mut dev, 1)?;
         let b = create(&mut dev, 9)?;
@@ -933,7 +955,7 @@ mod tests {
         for id in [a, b] {
             provider_release(id);
             // SAFETY: the test owns the ids.
-            unsafe { crate::iw_destroy_cm_id(id) };
+            unsafe { bindings::iw_destroy_cm_id(id) };
         }
         assert!(wait_live(base));
         Ok(())
@@ -942,7 +964,7 @@ mod tests {
     #[test]
     fn destroy_from_the_own_handler_does_not_deadlock() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 10)?;
         assert_eq!(connect(id), 0);
@@ -959,7 +981,7 @@ mod tests {
     #[test]
     fn nonzero_handler_return_destroys_the_id() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 11)?;
         assert_eq!(connect(id), 0);
@@ -1066,7 +1088,7 @@ mod tests {
             ..Default::default()
         };
         // SAFETY: the child is the test's since its CONNECT_REQUEST.
-        unsafe { crate::iw_cm_accept(child, &mut p) }
+        unsafe { bindings::iw_cm_accept(child, &mut p) }
     }
 
     /// Brings a fresh cm_id to `at` with legal input only.
@@ -1085,7 +1107,7 @@ mod tests {
         sc.feed = id;
         if passive {
             // SAFETY: `id` is live and owned by the test.
-            ensure!(unsafe { crate::iw_cm_listen(id, 4) } == 0);
+            ensure!(unsafe { bindings::iw_cm_listen(id, 4) } == 0);
             if at == At::Listen {
                 return Ok(sc);
             }
@@ -1112,7 +1134,7 @@ mod tests {
         match at {
             At::Destroyed => {
                 // SAFETY: the test owns `id`; the provider keeps its ref.
-                unsafe { crate::iw_destroy_cm_id(id) };
+                unsafe { bindings::iw_destroy_cm_id(id) };
                 sc.own.clear();
             }
             At::Established | At::Closing | At::Closed => {
@@ -1120,7 +1142,7 @@ mod tests {
                 ensure!(wait_until(|| NEVENTS.load(SeqCst) == 1));
                 if at == At::Closing {
                     // SAFETY: `id` is live and owned by the test.
-                    ensure!(unsafe { crate::iw_cm_disconnect(id, 0) } == 0);
+                    ensure!(unsafe { bindings::iw_cm_disconnect(id, 0) } == 0);
                 }
                 if at == At::Closed {
                     ensure!(upcall(id, EV_CLOSE, 0) == 0);
@@ -1139,14 +1161,14 @@ mod tests {
     fn teardown(sc: Scene) {
         for &id in sc.own.iter() {
             // SAFETY: the test owns these ids.
-            unsafe { crate::iw_destroy_cm_id(id) };
+            unsafe { bindings::iw_destroy_cm_id(id) };
         }
         let n = NCHILDREN.load(SeqCst).min(CHILDREN.len());
         for c in CHILDREN.iter().take(n) {
             let child = c.load(SeqCst);
             if !child.is_null() {
                 // SAFETY: delivered children are the test's.
-                unsafe { crate::iw_destroy_cm_id(child) };
+                unsafe { bindings::iw_destroy_cm_id(child) };
             }
         }
         for &id in sc.prov.iter() {
@@ -1156,17 +1178,17 @@ mod tests {
 
     #[test]
     fn bad_provider_input_matrix() -> Result {
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        expect_faults(false);
         let r = bad_provider_matrix();
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        expect_no_faults();
         assert_eq!(r, Ok(0));
         Ok(())
     }
 
     /// Runs the matrix; the number of failing scenarios.
     fn bad_provider_matrix() -> Result<usize> {
-        let base = LIVE.load(SeqCst);
-        let faults_before = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let base = iface::live();
+        let faults_before = iface::provider_faults();
         let mut bad = 0;
         let mut scenarios = 0;
         let mut illegal_fed = 0;
@@ -1177,7 +1199,7 @@ mod tests {
                     let mut dev = FakeDev::new()?;
                     let sc = reach(&mut dev, at)?;
                     let first = NEVENTS.load(SeqCst);
-                    let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+                    let faults = iface::provider_faults();
                     let feed = sc.feed;
                     let times = if dup { 2 } else { 1 };
                     for _ in 0..times {
@@ -1189,9 +1211,9 @@ mod tests {
                     // teardown (destroy drops pending events).
                     // SAFETY: `feed` is live: the test or the provider
                     // holds it until `teardown`.
-                    let settled = wait_until(|| unsafe { crate::cm_id::CmId::settled(feed) });
+                    let settled = wait_until(|| unsafe { iface::settled(feed) });
                     teardown(sc);
-                    let faulted = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults;
+                    let faulted = iface::provider_faults() - faults;
                     scenarios += 1;
                     if !legal(at, ev, status) {
                         illegal_fed += 1;
@@ -1226,7 +1248,7 @@ mod tests {
                             ev,
                             status,
                             times,
-                            LIVE.load(SeqCst),
+                            iface::live(),
                             base,
                             QP_REFS.load(SeqCst),
                             faulted,
@@ -1236,7 +1258,7 @@ mod tests {
                 }
             }
         }
-        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults_before;
+        let faults = iface::provider_faults() - faults_before;
         pr_info!(
             "bad provider input: {} scenarios ({} with an illegal event), {} provider faults counted, {} bad\n",
             scenarios,
@@ -1313,17 +1335,17 @@ mod tests {
     /// One case: reach `at`, feed `ev`, compare with `want`.
     fn content_case(name: &str, at: At, ev: bindings::iw_cm_event, want: Want) -> Result<bool> {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let sc = reach(&mut dev, at)?;
         let first = NEVENTS.load(SeqCst);
-        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let faults = iface::provider_faults();
         let feed = sc.feed;
         let ret = upcall_ev(feed, ev);
         // SAFETY: `feed` is live: the test or the provider holds it.
-        let settled = wait_until(|| unsafe { crate::cm_id::CmId::settled(feed) });
+        let settled = wait_until(|| unsafe { iface::settled(feed) });
         let heard_n = NEVENTS.load(SeqCst) - first;
-        let faulted = crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults;
+        let faulted = iface::provider_faults() - faults;
         let got = (
             LAST_STATUS.load(SeqCst),
             LAST_PDATA_LEN.load(SeqCst),
@@ -1353,7 +1375,7 @@ mod tests {
                 got,
                 wanted,
                 faulted,
-                LIVE.load(SeqCst),
+                iface::live(),
                 base,
                 QP_REFS.load(SeqCst)
             );
@@ -1384,9 +1406,9 @@ mod tests {
     /// which oopsed iwcm.c and the previous version of this module.
     #[test]
     fn malformed_event_contents() -> Result {
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        expect_faults(false);
         let r = malformed_event_contents_cases();
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        expect_no_faults();
         assert_eq!(r, Ok(0));
         Ok(())
     }
@@ -1585,20 +1607,20 @@ mod tests {
     #[test]
     fn unbalanced_rem_ref_is_ignored() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 30)?;
-        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        let faults = iface::provider_faults();
+        expect_faults(false);
         provider_release(id);
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
-        assert_eq!(crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults, 1);
-        assert_eq!(LIVE.load(SeqCst), base + 1);
+        expect_no_faults();
+        assert_eq!(iface::provider_faults() - faults, 1);
+        assert_eq!(iface::live(), base + 1);
         // The id still works: connect, the provider's add_ref/rem_ref.
         assert_eq!(connect(id), 0);
         provider_release(id);
         // SAFETY: the test owns `id`.
-        unsafe { crate::iw_destroy_cm_id(id) };
+        unsafe { bindings::iw_destroy_cm_id(id) };
         assert!(wait_live(base));
         assert_eq!(QP_REFS.load(SeqCst), 0);
         Ok(())
@@ -1610,11 +1632,11 @@ mod tests {
     #[test]
     fn destroyed_listener_rejects_its_undelivered_requests() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let l = create(&mut dev, 31)?;
         // SAFETY: `l` is live and owned by the test.
-        assert_eq!(unsafe { crate::iw_cm_listen(l, 4) }, 0);
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 4) }, 0);
         LISTENER.store(l, SeqCst);
         MODE.store(MODE_DESTROY_LISTENER_IN_REQ, SeqCst);
         assert_eq!(upcall(l, EV_REQ, 0), 0);
@@ -1632,7 +1654,7 @@ mod tests {
         assert_eq!(NCHILDREN.load(SeqCst), 1);
         let child = CHILD.load(SeqCst);
         // SAFETY: the child is the test's since its CONNECT_REQUEST.
-        unsafe { crate::iw_destroy_cm_id(child) };
+        unsafe { bindings::iw_destroy_cm_id(child) };
         assert_eq!(REJECTS.load(SeqCst), 3);
         assert_eq!(REJECTED_TOKENS.load(SeqCst), 0x5000 + REQ_TOKEN);
         assert!(wait_live(base));
@@ -1644,24 +1666,24 @@ mod tests {
     #[test]
     fn connect_request_on_a_non_listener_is_rejected_back() -> Result {
         reset();
-        let base = LIVE.load(SeqCst);
+        let base = iface::live();
         let mut dev = FakeDev::new()?;
         let id = create(&mut dev, 32)?;
         assert_eq!(connect(id), 0);
-        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
+        let faults = iface::provider_faults();
+        expect_faults(false);
         assert_eq!(upcall(id, EV_REQ, 0), 0);
         // SAFETY: `id` is live: the test and the provider hold it.
-        let settled = wait_until(|| unsafe { crate::cm_id::CmId::settled(id) });
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        let settled = wait_until(|| unsafe { iface::settled(id) });
+        expect_no_faults();
         assert!(settled);
-        assert!(crate::cm_id::PROVIDER_FAULTS.load(SeqCst) > faults);
+        assert!(iface::provider_faults() > faults);
         assert_eq!(REJECTS.load(SeqCst), 1);
         assert_eq!(REJECTED_TOKENS.load(SeqCst), REQ_TOKEN);
         assert_eq!(NEVENTS.load(SeqCst), 0);
         provider_release(id);
         // SAFETY: the test owns `id`.
-        unsafe { crate::iw_destroy_cm_id(id) };
+        unsafe { bindings::iw_destroy_cm_id(id) };
         assert!(wait_live(base));
         assert_eq!(QP_REFS.load(SeqCst), 0);
         Ok(())
@@ -1671,7 +1693,7 @@ mod tests {
     fn reject_msg_strings() {
         let s = |r: i32| {
             // SAFETY: iwcm_reject_msg returns a static NUL-terminated string.
-            unsafe { CStr::from_char_ptr(crate::iwcm_reject_msg(r)) }
+            unsafe { CStr::from_char_ptr(bindings::iwcm_reject_msg(r)) }
         };
         assert_eq!(
             s(-(kernel::bindings::ECONNRESET as i32)).to_bytes(),
@@ -2447,7 +2469,7 @@ mod tests {
             }
             KID_REJECT => {
                 // SAFETY: the child is the ULP's and live.
-                let r = unsafe { crate::iw_cm_reject(id, ptr::null(), 0) };
+                let r = unsafe { bindings::iw_cm_reject(id, ptr::null(), 0) };
                 if r != 0 {
                     api_err(s, "reject in the CONNECT_REQUEST handler", r);
                 }
@@ -2456,7 +2478,7 @@ mod tests {
                 if kid.claim() {
                     // SAFETY: the claim makes this handler the child's
                     // only destroyer.
-                    unsafe { crate::iw_destroy_cm_id(id) };
+                    unsafe { bindings::iw_destroy_cm_id(id) };
                     kid.destroyed.store(true, SeqCst);
                     inc(&s.c.handler_destroys);
                 }
@@ -2475,7 +2497,7 @@ mod tests {
             // SAFETY: the claim makes this handler the listener's only
             // destroyer; called from the listener's own delivery, it does
             // not wait.
-            unsafe { crate::iw_destroy_cm_id(lc.main.id.load(SeqCst)) };
+            unsafe { bindings::iw_destroy_cm_id(lc.main.id.load(SeqCst)) };
             lc.main.destroyed.store(true, SeqCst);
             inc(&s.c.handler_destroys);
         }
@@ -2491,7 +2513,7 @@ mod tests {
             // SAFETY: the ULP's reference is held until this delivery ends
             // (a destroy waits for it); a destroy already begun makes it
             // -EINVAL.
-            let r = unsafe { crate::iw_cm_disconnect(id, 0) };
+            let r = unsafe { bindings::iw_cm_disconnect(id, 0) };
             inc(&s.c.handler_disconnects);
             if r != 0 && r != errno(kernel::bindings::EINVAL) {
                 api_err(s, "disconnect in the handler", r);
@@ -2500,7 +2522,7 @@ mod tests {
         if c.plan.destroy_on == kind + 1 && c.claim() {
             // SAFETY: the claim makes this handler the id's only destroyer;
             // from its own handler, it does not wait.
-            unsafe { crate::iw_destroy_cm_id(id) };
+            unsafe { bindings::iw_destroy_cm_id(id) };
             c.destroyed.store(true, SeqCst);
             inc(&s.c.handler_destroys);
         } else if c.plan.fail_on == kind + 1 && c.claim() {
@@ -2518,7 +2540,7 @@ mod tests {
         if mine || c.claim() {
             // SAFETY: the claim makes the worker the id's only destroyer; the
             // ULP's reference is still held.
-            unsafe { crate::iw_destroy_cm_id(c.id.load(SeqCst)) };
+            unsafe { bindings::iw_destroy_cm_id(c.id.load(SeqCst)) };
             c.destroyed.store(true, SeqCst);
             Ok(())
         } else {
@@ -2529,7 +2551,7 @@ mod tests {
     fn disconnect_outside(s: &Stress, c: &Ctx, abrupt: bool) {
         // SAFETY: the worker holds the claim: the id is live and only it
         // may destroy it.
-        let r = unsafe { crate::iw_cm_disconnect(c.id.load(SeqCst), i32::from(abrupt)) };
+        let r = unsafe { bindings::iw_cm_disconnect(c.id.load(SeqCst), i32::from(abrupt)) };
         if r != 0 {
             api_err(s, "disconnect", r);
         }
@@ -2807,7 +2829,7 @@ mod tests {
         // SAFETY: `id` is live and iw_cm's `add_ref` is set.
         unsafe { ((*id).add_ref.unwrap())(id) };
         // SAFETY: `id` is live and the worker's.
-        let r = unsafe { crate::iw_cm_listen(id, backlog) };
+        let r = unsafe { bindings::iw_cm_listen(id, backlog) };
         if r != 0 {
             api_err(s, "listen", r);
             provider_release(id);
@@ -2883,7 +2905,7 @@ mod tests {
             }
             KID_LEAVE if kd.action <= 6 => {
                 // SAFETY: the child is the worker's and live.
-                let r = unsafe { crate::iw_cm_reject(id, ptr::null(), 0) };
+                let r = unsafe { bindings::iw_cm_reject(id, ptr::null(), 0) };
                 if r != 0 {
                     api_err(s, "reject", r);
                 }
@@ -3076,8 +3098,8 @@ mod tests {
     }
 
     /// Threads on every CPU drive random cm_id lifecycles through the fake
-    /// provider (see the top of this section).  `iw_cm.kunit_stress_seed`
-    /// replays a printed seed, `iw_cm.kunit_stress_lifecycles` sets the
+    /// provider (see the top of this section).  `iw_cm_kunit.stress_seed`
+    /// replays a printed seed, `iw_cm_kunit.stress_lifecycles` sets the
     /// count (default 0: skipped, with an info line; kunit.sh asks for 100000).
     #[test]
     fn concurrency_stress() -> Result {
@@ -3087,29 +3109,27 @@ mod tests {
         if total == 0 {
             // KUnit's Rust tests cannot report a skip in 7.3: say it here;
             // kunit.sh fails when the stress was wanted and did not run.
-            pr_info!("concurrency stress: skipped (iw_cm.kunit_stress_lifecycles=0)\n");
+            pr_info!("concurrency stress: skipped (iw_cm_kunit.stress_lifecycles=0)\n");
             return Ok(());
         }
         reset();
         STRESS_REPORTS.store(0, SeqCst);
-        let base = LIVE.load(SeqCst);
-        let faults = crate::cm_id::PROVIDER_FAULTS.load(SeqCst);
+        let base = iface::live();
+        let faults = iface::provider_faults();
         let mut dev = FakeDev::new()?;
         let sp = stress_new(seed, dev.raw(), total)?;
         // SAFETY: freed below, after every worker was joined.
         let s = unsafe { &*sp };
         pr_info!(
-            "concurrency stress: seed {:#x} (replay: iw_cm.kunit_stress_seed={:#x}), {} lifecycles on {} workers\n",
+            "concurrency stress: seed {:#x} (replay: iw_cm_kunit.stress_seed={:#x}), {} lifecycles on {} workers\n",
             seed,
             seed,
             total,
             s.workers.len()
         );
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(true, SeqCst);
-        crate::cm_id::PROVIDER_FAULTS_QUIET.store(true, SeqCst);
+        expect_faults(true);
         let r = stress_run(s, total);
-        crate::cm_id::PROVIDER_FAULTS_QUIET.store(false, SeqCst);
-        crate::cm_id::PROVIDER_FAULTS_EXPECTED.store(false, SeqCst);
+        expect_no_faults();
         let live_ok = wait_live(base);
         let qp_refs = QP_REFS.load(SeqCst);
         let given_back = (ACCEPTS.load(SeqCst) + REJECTS.load(SeqCst)) as usize;
@@ -3143,7 +3163,7 @@ mod tests {
             ld(&c.upcalls),
             ld(&c.refused),
             ld(&c.heard),
-            crate::cm_id::PROVIDER_FAULTS.load(SeqCst) - faults,
+            iface::provider_faults() - faults,
             ld(&c.handler_destroys),
             ld(&c.handler_fails),
             ld(&c.handler_disconnects),
@@ -3155,7 +3175,7 @@ mod tests {
             ld(&c.api_err),
             taken,
             given_back,
-            LIVE.load(SeqCst),
+            iface::live(),
             base,
             qp_refs,
             rep.failed_workers,

@@ -2,21 +2,48 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # The Rust iw_cm's KUnit suite (rust_iw_cm: the glue against a fake iWARP
-# provider) runs when the module is loaded; this test reports its KTAP
-# results from debugfs.  Skips with the C iw_cm, which has no such suite.
+# provider) lives in iw_cm_kunit.ko and runs when that module is loaded;
+# this test first checks that iw_cm.ko alone carries and runs no test
+# (no suite in debugfs, not a line in the kernel log, no kunit
+# dependency), then loads the test module (IWCM_KUNIT_PARAMS) and reports
+# its KTAP results from debugfs, and unloads it.  Skips with the C iw_cm,
+# which has no such suite.
 . "$(dirname "$0")/lib.sh"
 
 RES=/sys/kernel/debug/kunit/rust_iw_cm/results
 
 IWCM_FINISH_CHECKS=0
-iwcm_init kunit 4
+iwcm_init kunit 6 modinfo insmod rmmod
 [ "$IWCM_IMPL" = rust ] || iwcm_skip_all "kunit: the KUnit suite belongs to the Rust iw_cm (IWCM_IMPL=$IWCM_IMPL)"
-load_iw_cm || iwcm_skip_all "kunit: cannot load the Rust iw_cm"
 # A KUnit that is built in but disabled (kunit.enable=0, the default of a
 # kernel without CONFIG_KUNIT_DEFAULT_ENABLED) runs nothing: a failure,
 # not a skip, or the suite would silently stop running.
 if [ "$(cat /sys/module/kunit/parameters/enable 2>/dev/null)" = N ]; then
 	ktap_test_fail "KUnit is disabled on this kernel: boot with kunit.enable=1 kunit.autorun=1"
+	ktap_finished
+fi
+[ -f "$IWCM_KUNIT_KO" ] || iwcm_skip_all "kunit: no $IWCM_KUNIT_KO (a kernel without CONFIG_KUNIT builds none)"
+
+# iw_cm.ko alone: loaded fresh, it must print nothing (the kernel's own
+# one-time "loading out-of-tree module taints kernel" aside), register
+# no KUnit suite and depend on nothing of KUnit's.
+[ -d /sys/module/iw_cm ] && rmmod rdma_ucm rdma_cm iw_cm 2>/dev/null
+mark=$(dmesg | wc -l)
+load_iw_cm || iwcm_skip_all "kunit: cannot load the Rust iw_cm"
+sleep 1
+said=$(dmesg | tail -n +"$((mark + 1))" | sed -E 's/^\[ *[0-9.]+\] ?//' |
+	grep -vE '^(iw_cm: )?loading out-of-tree module taints kernel\.$' || true)
+deps=$(modinfo -F depends "$IWCM_RUST_KO")
+quiet=1
+[ -z "$said" ] || { quiet=0; printf '%s\n' "$said" | while IFS= read -r l; do ktap_print_msg "iw_cm.ko said: $l"; done; }
+[ ! -e /sys/kernel/debug/kunit/rust_iw_cm ] || { quiet=0; ktap_print_msg "iw_cm.ko registered the rust_iw_cm suite"; }
+[[ ,$deps, != *,kunit,* ]] || { quiet=0; ktap_print_msg "iw_cm.ko depends on: $deps"; }
+iwcm_check "iw_cm.ko alone runs no test: silent at insmod, no KUnit suite, depends '$deps'" [ $quiet -eq 1 ]
+
+mark=$(dmesg | wc -l)
+# shellcheck disable=SC2086
+if ! insmod "$IWCM_KUNIT_KO" $IWCM_KUNIT_PARAMS; then
+	ktap_test_fail "insmod $IWCM_KUNIT_KO $IWCM_KUNIT_PARAMS"
 	ktap_finished
 fi
 [ -r "$RES" ] || iwcm_skip_all "kunit: no $RES (CONFIG_KUNIT_DEBUGFS off?)"
@@ -41,10 +68,10 @@ iwcm_check "rust_iw_cm KUnit: no failed case ($bad failed), suite ok" [ "$good" 
 #    (its expected provider faults are counted, not logged).
 # Anything else (a fixture feeding the kernel's port mapper a sockaddr of
 # no family, a warning of iw_cm's that no case expects) fails here.
-window=$(dmesg | sed -n '/# Subtest: rust_iw_cm/,/# rust_iw_cm: pass:/p')
+window=$(dmesg | tail -n +"$((mark + 1))" | sed -n '/# Subtest: rust_iw_cm/,/# rust_iw_cm: pass:/p')
 stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 	grep -vE '^ *(KTAP version|1\.\.[0-9]|(not )?ok [0-9]+ |#|$)' |
-	grep -vE '^iw_cm: (provider event .* dropped|provider event [0-9]+ on a cm_id that is not connecting, accepting or listening|unknown provider event [0-9]+|bad provider input: .* 0 bad|provider event -?[0-9]+ \(status -?[0-9]+, private data length [0-9]+\) malformed \(faults 0x[0-9a-f]+\): (refused|delivered with the faulty fields dropped or corrected)|event contents: [0-9]+ cases, 0 bad|rem_ref without a matching add_ref: ignored|concurrency stress: seed 0x[0-9a-f]+ \(replay: iw_cm\.kunit_stress_seed=0x[0-9a-f]+\), [0-9]+ lifecycles on [0-9]+ workers|concurrency stress: [0-9]+ lifecycles .*: 0 bad|concurrency stress: skipped \(iw_cm\.kunit_stress_lifecycles=0\))$' |
+	grep -vE '^iw_cm(_kunit)?: (provider event .* dropped|provider event [0-9]+ on a cm_id that is not connecting, accepting or listening|unknown provider event [0-9]+|bad provider input: .* 0 bad|provider event -?[0-9]+ \(status -?[0-9]+, private data length [0-9]+\) malformed \(faults 0x[0-9a-f]+\): (refused|delivered with the faulty fields dropped or corrected)|event contents: [0-9]+ cases, 0 bad|rem_ref without a matching add_ref: ignored|concurrency stress: seed 0x[0-9a-f]+ \(replay: iw_cm_kunit\.stress_seed=0x[0-9a-f]+\), [0-9]+ lifecycles on [0-9]+ workers|concurrency stress: [0-9]+ lifecycles .*: 0 bad|concurrency stress: skipped \(iw_cm_kunit\.stress_lifecycles=0\))$' |
 	grep -v '^iwpm_register_pid: Unable to send a nlmsg' |
 	# The clocksource watchdog's complaint when a TCG guest's vCPU was
 	# descheduled on a loaded host (seen during the minutes of the
@@ -54,17 +81,19 @@ stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 	# thread) exits with a new deepest stack: information, not a fault.
 	grep -vE '^[A-Za-z0-9_/:.-]+ \([0-9]+\) used greatest stack depth: [0-9]+ bytes left$' || true)
 [ -n "$window" ] || ktap_print_msg "the suite's lines are no longer in the kernel log"
-# The concurrency stress runs only when asked for (IWCM_RUST_PARAMS=
-# kunit_stress_lifecycles=N, as make check does): a stress that was asked
+# The concurrency stress runs only when asked for (IWCM_KUNIT_PARAMS=
+# stress_lifecycles=N, as make check does): a stress that was asked
 # for and did not run fails; one nobody asked for is reported as skipped.
 stress=$(printf '%s\n' "$window" | grep -oE 'concurrency stress: [0-9]+ lifecycles \([0-9]+ cm_ids\) on [0-9]+ CPUs in [0-9]+ ms' | head -n1)
-if [[ " $IWCM_RUST_PARAMS " == *" kunit_stress_lifecycles="[1-9]* ]]; then
+if [[ " $IWCM_KUNIT_PARAMS " == *" stress_lifecycles="[1-9]* ]]; then
 	iwcm_check "KUnit concurrency stress ran (${stress:-did not run})" [ -n "$stress" ]
 else
-	ktap_test_skip "KUnit concurrency stress: not asked for (IWCM_RUST_PARAMS=kunit_stress_lifecycles=N)"
+	ktap_test_skip "KUnit concurrency stress: not asked for (IWCM_KUNIT_PARAMS=stress_lifecycles=N)"
 fi
 [ -z "$stray" ] || printf '%s\n' "$stray" | while IFS= read -r l; do ktap_print_msg "stray: $l"; done
 clean=0
 [ -n "$window" ] && [ -z "$stray" ] && clean=1
 iwcm_check "rust_iw_cm KUnit: its kernel log holds only KTAP lines" [ "$clean" -eq 1 ]
+iwcm_check "rmmod iw_cm_kunit, then iw_cm's cm_id count is 0 ($(iwcm_cm_ids))" \
+	eval 'rmmod iw_cm_kunit && [ "$(iwcm_cm_ids)" = 0 ]'
 iwcm_finish

@@ -47,9 +47,12 @@ IWCM_CMIDS=/sys/kernel/debug/iw_cm/cm_ids
 # matters once the tests are installed elsewhere.
 IWCM_TOP=${IWCM_TOP:-$(cd "$IWCM_LIB_DIR/../../../.." && pwd)}
 IWCM_RUST_KO=${IWCM_RUST_KO:-$IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm.ko}
-# Module parameters for the Rust iw_cm's insmod (e.g. the KUnit stress's
-# kunit_stress_lifecycles=100000 in make check's KUnit boot).
+# Module parameters for the Rust iw_cm's insmod.
 IWCM_RUST_PARAMS=${IWCM_RUST_PARAMS:-}
+# Its KUnit suite, a module of its own loaded only by kunit.sh, and that
+# module's parameters (make check's KUnit boot: stress_lifecycles=100000).
+IWCM_KUNIT_KO=${IWCM_KUNIT_KO:-$IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm_kunit.ko}
+IWCM_KUNIT_PARAMS=${IWCM_KUNIT_PARAMS:-}
 # The test provider: the kernel's siw with tools/testing/siw/*.patch
 # (tools/testing/siw/build.sh).  IWCM_SIW=stock uses the kernel's siw.ko.
 IWCM_SIW=${IWCM_SIW:-patched}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! iw_cm_kunit: the KUnit suite of the Rust iw_cm, in a module of its own
+//! (the kernel's `*_kunit.ko` pattern).
+//!
+//! Built beside iw_cm.ko when the kernel has KUnit, loaded only by the
+//! tests (tools/testing/selftests/iw_cm/kunit.sh); KUnit runs the suite
+//! `rust_iw_cm` when the module is loaded.  It drives iw_cm.ko through a
+//! fake iWARP provider and fake ULPs, calling the nine exported functions
+//! of include/rdma/iw_cm.h and the test-only interface iw_cm.ko exports
+//! into the `EXPORTED_FOR_KUNIT_TESTING` namespace (kunit_iface.rs there,
+//! [`iface`] here).  iw_cm.ko itself carries no test code.
+//!
+//! Parameters (iw_cm_kunit_glue.c): `stress_lifecycles` (cm_id lifecycles
+//! of the concurrency stress, default 0: skipped) and `stress_seed` (replay
+//! a printed seed).
+
+use kernel::prelude::*;
+
+#[path = "../../../../rust/rdma/bindings.rs"]
+mod bindings;
+mod kunit;
+
+module! {
+    type: IwCmKunit,
+    name: "iw_cm_kunit",
+    authors: ["The Rust iw_cm authors"],
+    description: "KUnit tests of the Rust iw_cm (fake provider, fake ULPs)",
+    license: "Dual BSD/GPL",
+}
+
+struct IwCmKunit;
+
+impl kernel::Module for IwCmKunit {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // The suite is registered through the module's .kunit_test_suites
+        // section and run by KUnit at load time.
+        Ok(Self)
+    }
+}
+
+/// iw_cm.ko's test-only interface (its kunit_iface.rs).
+pub(crate) mod iface {
+    use crate::bindings;
+    use core::ffi::c_void;
+
+    // `iw_cm_id` holds bindgen's opaque `its_array`: only pointers to it
+    // cross, as with every exported iw_* function.
+    #[allow(improper_ctypes)]
+    extern "C" {
+        fn iwcm_kunit_live_cm_ids() -> usize;
+        fn iwcm_kunit_provider_faults() -> usize;
+        fn iwcm_kunit_settled(cm_id: *mut bindings::iw_cm_id) -> bool;
+        fn iwcm_kunit_expect_faults(connect_op: *const c_void, quiet: bool);
+    }
+
+    /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot
+    /// of its own, where nothing else creates cm_ids).
+    pub(crate) fn live() -> usize {
+        // SAFETY: no arguments; any context.
+        unsafe { iwcm_kunit_live_cm_ids() }
+    }
+
+    /// Provider faults iw_cm.ko counted since it was loaded.
+    pub(crate) fn provider_faults() -> usize {
+        // SAFETY: no arguments; any context.
+        unsafe { iwcm_kunit_provider_faults() }
+    }
+
+    /// Whether `cm_id` has no provider event queued or being delivered.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` is a live cm_id of iw_cm.ko the caller holds a reference on.
+    pub(crate) unsafe fn settled(cm_id: *mut bindings::iw_cm_id) -> bool {
+        // SAFETY: guaranteed by the caller.
+        unsafe { iwcm_kunit_settled(cm_id) }
+    }
+
+    /// Faults of devices whose `iw_connect` op is `connect_op` are
+    /// expected (null: none are).
+    pub(crate) fn expect_faults(connect_op: *const c_void, quiet: bool) {
+        // SAFETY: the op is only compared, never called; any context.
+        unsafe { iwcm_kunit_expect_faults(connect_op, quiet) }
+    }
+}

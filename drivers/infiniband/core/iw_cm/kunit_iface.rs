@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The test-only interface of this module, for its KUnit suite in
+//! iw_cm_kunit.ko (kunit.rs).  Built only with `CONFIG_KUNIT`; exported by
+//! iw_cm_exports.c with `EXPORT_SYMBOL_IF_KUNIT` into the
+//! `EXPORTED_FOR_KUNIT_TESTING` namespace, as in-tree code under test does.
+//! Nothing here runs unless the test module calls it: loading iw_cm.ko
+//! alone runs no test, prints nothing and registers nothing.
+//!
+//! The suite reaches the code under test through the nine exported
+//! functions of include/rdma/iw_cm.h and these four.
+
+use crate::bindings;
+use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// The `iw_connect` op of the test's fake provider whose faults the suite
+/// provokes on purpose (0: none), and whether they are logged at all.
+static EXPECTED_CONNECT_OP: AtomicUsize = AtomicUsize::new(0);
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// The log level of a provider fault on `dev` when the suite expects it
+/// there (a device of its fake provider); `None` (a warning) for every
+/// other device, and for a fault without a cm_id.  Any context.
+pub(crate) fn expected_fault_log(dev: *const bindings::ib_device) -> Option<FaultLog> {
+    let expected = EXPECTED_CONNECT_OP.load(Ordering::Acquire);
+    if dev.is_null() || expected == 0 {
+        return None;
+    }
+    // SAFETY: `dev` is the device of a live cm_id (`IwDevice`), registered
+    // for as long as the cm_id exists; `ops` is read-only after
+    // registration.
+    let op = unsafe { (*dev).ops.iw_connect };
+    if op.map(|f| f as usize) != Some(expected) {
+        return None;
+    }
+    Some(if QUIET.load(Ordering::Relaxed) {
+        FaultLog::Silent
+    } else {
+        FaultLog::Info
+    })
+}
+
+/// Live cm_ids of this module, on every device.  Any context.
+#[no_mangle]
+pub extern "C" fn iwcm_kunit_live_cm_ids() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Provider faults counted since the module was loaded.  Any context.
+#[no_mangle]
+pub extern "C" fn iwcm_kunit_provider_faults() -> usize {
+    PROVIDER_FAULTS.load(Ordering::Relaxed)
+}
+
+/// Whether `cm_id` has no provider event queued or being delivered.
+/// Takes the cm_id's lock (interrupts off); does not sleep.
+///
+/// # Safety
+///
+/// `cm_id` is a live cm_id of this module on which the caller holds a
+/// reference.
+#[no_mangle]
+pub unsafe extern "C" fn iwcm_kunit_settled(cm_id: *mut bindings::iw_cm_id) -> bool {
+    // SAFETY: guaranteed by the caller.
+    unsafe { CmId::settled(cm_id) }
+}
+
+/// Provider faults on every device whose `iw_connect` op is `connect_op`
+/// (the test's fake provider) are expected from now on: counted, and
+/// logged at info level (`quiet`: not at all) instead of warned about; a
+/// null `connect_op` ends that.  Faults on every other device still warn.
+/// Any context.
+#[no_mangle]
+pub extern "C" fn iwcm_kunit_expect_faults(connect_op: *const c_void, quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+    EXPECTED_CONNECT_OP.store(connect_op as usize, Ordering::Release);
+}

@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# rmmod iw_cm against the provider's last cm_id reference (issue 12).
+#
+# Each round: an rping client connects to a TCP server that never answers
+# its MPA request (mpa_peer.py "silence"), so siw holds the client's cm_id
+# (add_ref) until its MPA timeout (10 s).  fd_hold.py takes a copy of the
+# client's verbs file (pidfd_getfd), so that its QP, whose destruction
+# would make siw drop the cm_id at once, outlives the client.  The client
+# is killed: rdma_cm destroys its id, iw_destroy_cm_id gives back the
+# ULP's reference, and rdma_ucm and rdma_cm are unloaded, so nothing but
+# siw's reference keeps that cm_id.  Then:
+#   - rmmod iw_cm must be refused while /sys/kernel/debug/iw_cm/cm_ids is
+#     non-zero (every cm_id pins the module);
+#   - rmmod iw_cm is retried every 20 ms until siw's timeout drops the
+#     last reference and the unload goes through; it must succeed with
+#     no Oops or other splat, and the count must be 0 just before.
+# The stack is loaded again after each round; an rping at the end shows a
+# clean reload.
+#
+# The C iw_cm takes no module reference for its cm_ids: unloading it in
+# that window frees code siw still calls (rem_ref, the event handler), so
+# it runs as SKIP.
+. "$(dirname "$0")/lib.sh"
+
+PEER=$(dirname "$0")/mpa_peer.py
+HOLD=$(dirname "$0")/fd_hold.py
+ROUNDS=${IWCM_UNLOAD_RACE_ROUNDS:-3}
+PORT=7760
+
+iwcm_init unload_race $((1 + 3 * ROUNDS + 1)) rping python3 rmmod insmod
+iwcm_setup_or_bail
+
+if [ "$IWCM_IMPL" != rust ]; then
+	for _ in $(seq $((3 * ROUNDS + 1))); do
+		ktap_test_skip "the C iw_cm does not pin itself for its cm_ids: rmmod in this window frees code siw still calls"
+	done
+	iwcm_finish
+fi
+
+in_lsmod() { grep -q "^$1 " /proc/modules; }
+refcnt() { cat /sys/module/iw_cm/refcnt 2>/dev/null; }
+
+# round R: one pinned cm_id, then the rmmod race.
+round() {
+	local r=$1 peer cli hold plog clog n rc tries=0 t0 refused=0 before=
+	PORT=$((PORT + 1))
+	plog=$IWCM_TMP/peer-$r.log
+	clog=$IWCM_TMP/rping-$r.log
+	iwcm_spawn peer "$plog" python3 "$PEER" server silence "$IWCM_ADDR" $PORT --timeout 40
+	iwcm_wait_for 10 iwcm_log_has "$plog" "listening on" || iwcm_log "round $r: mpa_peer.py did not start"
+	iwcm_spawn cli "$clog" rping -c -a "$IWCM_ADDR" -p $PORT -C 1 -v
+	# The holder starts with the client (python is slow to start under
+	# TCG; siw's MPA timeout is 10 s from the MPA request).
+	iwcm_spawn hold "$IWCM_TMP/hold-$r.log" python3 "$HOLD" "$cli"
+	# Connected at TCP level, MPA request sent: siw holds the cm_id.
+	iwcm_wait_for 10 iwcm_log_has "$plog" "connection from" || iwcm_log "round $r: no connection at the peer"
+	t0=$(__iwcm_now)
+	iwcm_wait_for 10 iwcm_log_has "$IWCM_TMP/hold-$r.log" "^held [1-9]" ||
+		iwcm_log "round $r: fd_hold.py: $(cat "$IWCM_TMP/hold-$r.log")"
+	kill -9 "$cli" 2>/dev/null
+	iwcm_wait "$cli" 10 >/dev/null
+	if ! rmmod rdma_ucm rdma_cm 2>"$IWCM_TMP/rmmod-rdma-$r.log"; then
+		iwcm_log "round $r: rmmod rdma_ucm rdma_cm: $(cat "$IWCM_TMP/rmmod-rdma-$r.log")"
+	fi
+	n=$(iwcm_cm_ids)
+	iwcm_log "round $r: rdma_cm gone $(__iwcm_elapsed "$t0") s after the MPA request, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
+	# The pin: refused while a cm_id lives.
+	if [ "${n:-0}" -gt 0 ]; then
+		before=$n
+		if rmmod iw_cm 2>"$IWCM_TMP/rmmod-$r.log"; then
+			iwcm_log "round $r: rmmod iw_cm went through with $n cm_id(s) live"
+		else
+			refused=1
+			iwcm_log "round $r: rmmod iw_cm refused: $(cat "$IWCM_TMP/rmmod-$r.log")"
+		fi
+	fi
+	iwcm_check "round $r: rmmod iw_cm refused while siw holds a cm_id (cm_ids ${before:-0})" \
+		eval '[ "${before:-0}" -gt 0 ] && [ $refused -eq 1 ]'
+	# The race: retry until the provider's last rem_ref lets it go.
+	rc=1
+	while in_lsmod iw_cm; do
+		tries=$((tries + 1))
+		n=$(iwcm_cm_ids)
+		if rmmod iw_cm 2>/dev/null; then
+			rc=0
+			break
+		fi
+		[ $tries -lt 3000 ] || break	# 60 s
+		sleep 0.02
+	done
+	in_lsmod iw_cm || rc=0
+	iwcm_log "round $r: iw_cm unloaded after $tries tries, $(__iwcm_elapsed "$t0") s after the MPA request (cm_ids just before: ${n:-?})"
+	iwcm_check "round $r: rmmod iw_cm goes through once siw drops its last reference" [ $rc -eq 0 ]
+	iwcm_stop_all
+	local splats
+	splats=$(iwcm_new_splats)
+	[ -z "$splats" ] || printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
+	# Reload for the next round (and iwcm_finish's checks).
+	load_iw_cm && modprobe rdma_cm && modprobe rdma_ucm
+	iwcm_check "round $r: no kernel splat, stack reloaded" eval '[ -z "$splats" ] && [ "$(iwcm_loaded_impl)" = rust ]'
+	IWCM_CMIDS_BASE=$(iwcm_cm_ids)
+}
+
+for r in $(seq "$ROUNDS"); do
+	round "$r"
+done
+iwcm_check "reloaded stack carries rping -C 5" iwcm_rping_ok 5
+iwcm_finish
