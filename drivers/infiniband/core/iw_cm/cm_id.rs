@@ -514,17 +514,24 @@ impl CmId {
         };
         let backlog_i32 = i32::try_from(backlog).map_err(|_| EINVAL)?;
         self.reserve_events(backlog as usize)?;
-        {
+        let actions = {
             let mut g = self.inner.lock();
             match state::step(g.state, Input::Listen) {
-                Outcome::Go { next, .. } => g.state = next,
+                Outcome::Go { next, actions } => {
+                    g.state = next;
+                    actions
+                }
                 _ => return Err(EINVAL),
             }
-        }
-        let ret = self.map_ports(false).and_then(|()| {
-            // SAFETY: `raw` is this live cm_id of `dev`.
-            unsafe { self.dev.create_listen(self.raw(), backlog_i32) }
-        });
+        };
+        let ret = if actions.contains(Actions::PROVIDER_LISTEN) {
+            self.map_ports(false).and_then(|()| {
+                // SAFETY: `raw` is this live cm_id of `dev`.
+                unsafe { self.dev.create_listen(self.raw(), backlog_i32) }
+            })
+        } else {
+            Ok(())
+        };
         if ret.is_err() {
             let mut g = self.inner.lock();
             if let Outcome::Go { next, .. } = state::step(g.state, Input::ListenFailed) {
@@ -546,11 +553,15 @@ impl CmId {
         self.reserve_events(ACTIVE_EVENT_SLOTS)?;
         // SAFETY: `param` is valid (caller).
         let qpn = unsafe { (*param).qpn };
-        self.attach_qp(Input::Connect, qpn)?;
-        let ret = self.map_ports(true).and_then(|()| {
-            // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
-            unsafe { self.dev.connect(self.raw(), param) }
-        });
+        let actions = self.attach_qp(Input::Connect, qpn)?;
+        let ret = if actions.contains(Actions::PROVIDER_CONNECT) {
+            self.map_ports(true).and_then(|()| {
+                // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
+                unsafe { self.dev.connect(self.raw(), param) }
+            })
+        } else {
+            Ok(())
+        };
         if ret.is_err() {
             self.apply_call_failure(Input::ConnectFailed);
         }
@@ -568,26 +579,36 @@ impl CmId {
         }
         // SAFETY: `param` is valid (caller).
         let qpn = unsafe { (*param).qpn };
-        self.attach_qp(Input::Accept, qpn)?;
-        // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
-        let ret = unsafe { self.dev.accept(self.raw(), param) };
+        let actions = self.attach_qp(Input::Accept, qpn)?;
+        let ret = if actions.contains(Actions::PROVIDER_ACCEPT) {
+            // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
+            unsafe { self.dev.accept(self.raw(), param) }
+        } else {
+            Ok(())
+        };
         if ret.is_err() {
             self.apply_call_failure(Input::AcceptFailed);
         }
         ret
     }
 
-    /// Takes iw_cm's reference on QP `qpn` and the connect/accept
-    /// transition `input`.  Errors: -EINVAL for an unknown QP or a cm_id in
-    /// the wrong state (the reference is then dropped after the unlock).
-    fn attach_qp(&self, input: Input, qpn: u32) -> Result {
+    /// Takes the connect/accept transition `input` and, when the machine
+    /// says ATTACH_QP, iw_cm's reference on QP `qpn`; returns the
+    /// transition's actions.  Errors: -EINVAL for an unknown QP or a cm_id
+    /// in the wrong state (the reference is then dropped after the unlock).
+    fn attach_qp(&self, input: Input, qpn: u32) -> Result<Actions> {
         let qp = self.dev.get_qp(qpn).ok_or(EINVAL)?;
         let mut g = self.inner.lock();
         match state::step(g.state, input) {
-            Outcome::Go { next, .. } => {
+            Outcome::Go { next, actions } => {
                 g.state = next;
-                g.qp = Some(qp);
-                Ok(())
+                if actions.contains(Actions::ATTACH_QP) {
+                    g.qp = Some(qp);
+                } else {
+                    drop(g);
+                    drop(qp);
+                }
+                Ok(actions)
             }
             _ => {
                 drop(g);
@@ -620,15 +641,22 @@ impl CmId {
 
     /// `iw_cm_reject`.
     pub(crate) fn reject(&self, pdata: &[u8]) -> Result {
-        {
+        let actions = {
             let mut g = self.inner.lock();
             match state::step(g.state, Input::Reject) {
-                Outcome::Go { next, .. } => g.state = next,
+                Outcome::Go { next, actions } => {
+                    g.state = next;
+                    actions
+                }
                 _ => return Err(EINVAL),
             }
-        }
-        // SAFETY: `raw` is this live cm_id of `dev`, with a pending request.
-        let ret = unsafe { self.dev.reject(self.raw(), pdata) };
+        };
+        let ret = if actions.contains(Actions::PROVIDER_REJECT) {
+            // SAFETY: `raw` is this live cm_id of `dev`, with a pending request.
+            unsafe { self.dev.reject(self.raw(), pdata) }
+        } else {
+            Ok(())
+        };
         self.waiters.notify_all();
         ret
     }
