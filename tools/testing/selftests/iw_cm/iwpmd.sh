@@ -17,7 +17,7 @@
 
 ROUNDS=${IWCM_IWPMD_ROUNDS:-6}
 
-iwcm_init iwpmd 5 rping ucmatose iwpmd
+iwcm_init iwpmd 6 rping ucmatose iwpmd
 iwcm_setup_or_bail
 
 IWPMD_LOG=$IWCM_TMP/iwpmd.log
