@@ -74,6 +74,23 @@ impl IwDevice {
         m as u8
     }
 
+    /// The netdev name the provider set in `iw_ifname` (without NUL).
+    pub(crate) fn ifname(&self) -> &[u8] {
+        // SAFETY: by the type invariant the device is valid; `iw_ifname` is
+        // set at registration and read-only afterwards.
+        let a = unsafe { &(*self.ptr.as_ptr()).iw_ifname };
+        let n = a.iter().position(|&c| c == 0).unwrap_or(a.len());
+        // SAFETY: `c_char` and `u8` have the same layout; `n <= a.len()`.
+        unsafe { core::slice::from_raw_parts(a.as_ptr().cast::<u8>(), n) }
+    }
+
+    /// The provider's `iw_driver_flags` (`enum iw_flags`).
+    pub(crate) fn driver_flags(&self) -> u32 {
+        // SAFETY: by the type invariant the device is valid; set at
+        // registration and read-only afterwards.
+        unsafe { (*self.ptr.as_ptr()).iw_driver_flags }
+    }
+
     /// Whether the provider implements every op iw_cm needs.
     pub(crate) fn is_iwarp(&self) -> bool {
         let o = self.ops();

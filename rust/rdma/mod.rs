@@ -8,4 +8,6 @@
 //! from `rust/rdma/bindings_helper.h` with the kernel's C flags.
 
 pub(crate) mod iw_provider;
+pub(crate) mod iwpm;
+pub(crate) mod shared_cm_id;
 pub(crate) mod sockaddr;

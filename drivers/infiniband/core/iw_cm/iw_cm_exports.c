@@ -35,8 +35,14 @@ MODULE_ALIAS_RDMA_NETLINK(RDMA_NL_IWCM, 2);
 /* Prototypes of the helpers below, as declared in iw_cm_main.rs. */
 unsigned int iwcm_c_default_backlog(void);
 struct workqueue_struct *iwcm_c_wq(void);
-int iwcm_c_init(void);
-void iwcm_c_exit(void);
+int iwcm_c_wq_alloc(void);
+void iwcm_c_wq_destroy(void);
+int iwcm_c_sysctl_register(void);
+void iwcm_c_sysctl_unregister(void);
+void iwcm_c_nl_register(void);
+void iwcm_c_nl_unregister(void);
+void iwcm_c_fault_init(void);
+void iwcm_c_fault_exit(void);
 const char *iwcm_c_dev_name(struct ib_device *device);
 bool iwcm_c_should_fail_alloc(size_t size);
 int iwcm_c_copy_pdata(void *dst, const void *src, size_t len);
@@ -165,48 +171,58 @@ void iwcm_c_module_put(void)
 	module_put(THIS_MODULE);
 }
 
-/* As iw_cm_init() in iwcm.c. */
-int iwcm_c_init(void)
+/*
+ * The registrations of iw_cm_init() in iwcm.c, one pair each: the module
+ * state (iw_cm_main.rs) owns each as a field and undoes it when dropped,
+ * so a failed init unwinds what was done, in reverse order.
+ */
+int iwcm_c_wq_alloc(void)
 {
-	int ret;
-
-	ret = iwpm_init(RDMA_NL_IWCM);
-	if (ret)
-		return ret;
-
 	iwcm_wq = alloc_workqueue("iw_cm_wq", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
-	if (!iwcm_wq) {
-		ret = -ENOMEM;
-		goto err_alloc;
-	}
+	return iwcm_wq ? 0 : -ENOMEM;
+}
 
+/* Every cm_id (and so every work item) is gone when this runs. */
+void iwcm_c_wq_destroy(void)
+{
+	destroy_workqueue(iwcm_wq);
+	iwcm_wq = NULL;
+}
+
+int iwcm_c_sysctl_register(void)
+{
 	iwcm_ctl_table_hdr = register_net_sysctl(&init_net, "net/iw_cm",
 						 iwcm_ctl_table);
 	if (!iwcm_ctl_table_hdr) {
 		pr_err("iw_cm: couldn't register sysctl paths\n");
-		ret = -ENOMEM;
-		goto err_sysctl;
+		return -ENOMEM;
 	}
-
-	rdma_nl_register(RDMA_NL_IWCM, iwcm_nl_cb_table);
-	iwcm_fault_init();
 	return 0;
-
-err_sysctl:
-	destroy_workqueue(iwcm_wq);
-err_alloc:
-	iwpm_exit(RDMA_NL_IWCM);
-	return ret;
 }
 
-/* As iw_cm_cleanup() in iwcm.c; every cm_id is gone when this runs. */
-void iwcm_c_exit(void)
+void iwcm_c_sysctl_unregister(void)
+{
+	unregister_net_sysctl_table(iwcm_ctl_table_hdr);
+}
+
+void iwcm_c_nl_register(void)
+{
+	rdma_nl_register(RDMA_NL_IWCM, iwcm_nl_cb_table);
+}
+
+void iwcm_c_nl_unregister(void)
+{
+	rdma_nl_unregister(RDMA_NL_IWCM);
+}
+
+void iwcm_c_fault_init(void)
+{
+	iwcm_fault_init();
+}
+
+void iwcm_c_fault_exit(void)
 {
 	iwcm_fault_exit();
-	rdma_nl_unregister(RDMA_NL_IWCM);
-	unregister_net_sysctl_table(iwcm_ctl_table_hdr);
-	destroy_workqueue(iwcm_wq);
-	iwpm_exit(RDMA_NL_IWCM);
 }
 
 /*

@@ -50,8 +50,14 @@ mod c {
     extern "C" {
         pub(crate) fn iwcm_c_default_backlog() -> u32;
         pub(crate) fn iwcm_c_wq() -> *mut kernel::bindings::workqueue_struct;
-        pub(crate) fn iwcm_c_init() -> core::ffi::c_int;
-        pub(crate) fn iwcm_c_exit();
+        pub(crate) fn iwcm_c_wq_alloc() -> core::ffi::c_int;
+        pub(crate) fn iwcm_c_wq_destroy();
+        pub(crate) fn iwcm_c_sysctl_register() -> core::ffi::c_int;
+        pub(crate) fn iwcm_c_sysctl_unregister();
+        pub(crate) fn iwcm_c_nl_register();
+        pub(crate) fn iwcm_c_nl_unregister();
+        pub(crate) fn iwcm_c_fault_init();
+        pub(crate) fn iwcm_c_fault_exit();
         /// `dev_name(&dev->dev)` of a `struct ib_device *`.
         pub(crate) fn iwcm_c_dev_name(dev: *mut core::ffi::c_void) -> *const kernel::ffi::c_char;
         pub(crate) fn iwcm_c_should_fail_alloc(size: usize) -> bool;
@@ -82,12 +88,12 @@ pub(crate) fn fault_point(size: usize) -> Result {
     Ok(())
 }
 
-/// The event delivery workqueue (allocated by `iwcm_c_init`).
+/// The event delivery workqueue (allocated by [`DeliveryQueue::new`]).
 pub(crate) fn delivery_queue() -> &'static kernel::workqueue::Queue {
-    // SAFETY: `iwcm_c_init` allocated the queue before any cm_id can exist,
-    // and `iwcm_c_exit` destroys it at module exit, which cannot run while
-    // a cm_id (and so a queued work item) exists: each holds a reference
-    // on this module (`cm_id::ModulePin`).
+    // SAFETY: `DeliveryQueue::new` allocated the queue before any cm_id can
+    // exist, and its drop destroys it at module exit, which cannot run
+    // while a cm_id (and so a queued work item) exists: each holds a
+    // reference on this module (`cm_id::ModulePin`).
     unsafe { kernel::workqueue::Queue::from_raw(c::iwcm_c_wq()) }
 }
 
@@ -97,27 +103,117 @@ pub(crate) fn default_backlog() -> u32 {
     unsafe { c::iwcm_c_default_backlog() }
 }
 
+/// Defines a registration of iw_cm_init() (iwcm.c) as an owned value:
+/// `$new` registers, dropping the value undoes it.
+///
+/// # Invariants
+///
+/// A value of the type exists only while its registration holds.
+macro_rules! registration {
+    ($(#[$m:meta])* $name:ident, $new:expr, $drop:path) => {
+        $(#[$m])*
+        struct $name(());
+
+        impl $name {
+            fn new() -> Result<Self> {
+                $new?;
+                Ok(Self(()))
+            }
+        }
+
+        impl Drop for $name {
+            fn drop(&mut self) {
+                // SAFETY: undoes the registration this value owns (type
+                // invariant), once; nothing registered by it is used after
+                // the module state is dropped.
+                unsafe { $drop() };
+            }
+        }
+    };
+}
+
+registration!(
+    /// The kernel's port mapper client for `RDMA_NL_IWCM` (iwpm_init/iwpm_exit).
+    PortMapperClient,
+    // SAFETY: called once, at module init.
+    kernel::error::to_result(unsafe { bindings::iwpm_init(bindings::RDMA_NL_IWCM as u8) }),
+    iwpm_exit_iwcm
+);
+registration!(
+    /// The `iw_cm_wq` delivery workqueue.
+    DeliveryQueue,
+    // SAFETY: called once, at module init.
+    kernel::error::to_result(unsafe { c::iwcm_c_wq_alloc() }),
+    c::iwcm_c_wq_destroy
+);
+registration!(
+    /// The `net/iw_cm` sysctl table.
+    Sysctl,
+    // SAFETY: called once, at module init.
+    kernel::error::to_result(unsafe { c::iwcm_c_sysctl_register() }),
+    c::iwcm_c_sysctl_unregister
+);
+registration!(
+    /// The port mapper's netlink callbacks (`RDMA_NL_IWCM`).
+    Netlink,
+    {
+        // SAFETY: called once, at module init.
+        unsafe { c::iwcm_c_nl_register() };
+        Ok::<(), Error>(())
+    },
+    c::iwcm_c_nl_unregister
+);
+registration!(
+    /// /sys/kernel/debug/fail_iw_cm (fault injection; nothing without it).
+    FaultAttr,
+    {
+        // SAFETY: called once, at module init.
+        unsafe { c::iwcm_c_fault_init() };
+        Ok::<(), Error>(())
+    },
+    c::iwcm_c_fault_exit
+);
+
+/// `iwpm_exit(RDMA_NL_IWCM)`.
+///
+/// # Safety
+///
+/// Undoes the `iwpm_init` of [`PortMapperClient`].
+unsafe fn iwpm_exit_iwcm() {
+    // SAFETY: guaranteed by the caller.
+    unsafe { bindings::iwpm_exit(bindings::RDMA_NL_IWCM as u8) };
+}
+
+/// The module state.  Fields are dropped in declaration order, the reverse
+/// of their registration in `init` (iwcm.c's iw_cm_cleanup order); a
+/// failed `init` drops what it registered so far, in reverse.
 struct IwCmModule {
-    _debugfs: debugfs::Dir,
     _cm_ids: Pin<KBox<debugfs::File<&'static cm_id::LiveCount>>>,
+    _debugfs: debugfs::Dir,
+    _fault: FaultAttr,
+    _netlink: Netlink,
+    _sysctl: Sysctl,
+    _queue: DeliveryQueue,
+    _port_mapper: PortMapperClient,
 }
 
 impl kernel::Module for IwCmModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        // SAFETY: called once, at module init.
-        kernel::error::to_result(unsafe { c::iwcm_c_init() })?;
+        let port_mapper = PortMapperClient::new()?;
+        let queue = DeliveryQueue::new()?;
+        let sysctl = Sysctl::new()?;
+        let netlink = Netlink::new()?;
+        let fault = FaultAttr::new()?;
         let dir = debugfs::Dir::new(c"iw_cm");
-        let file = match KBox::pin_init(dir.read_only_file(c"cm_ids", &cm_id::LIVE), GFP_KERNEL) {
-            Ok(f) => f,
-            Err(e) => {
-                // SAFETY: undoes `iwcm_c_init`; no cm_id exists yet.
-                unsafe { c::iwcm_c_exit() };
-                return Err(e);
-            }
-        };
+        let cm_ids = KBox::pin_init(dir.read_only_file(c"cm_ids", &cm_id::LIVE), GFP_KERNEL)?;
         Ok(Self {
+            _cm_ids: cm_ids,
             _debugfs: dir,
-            _cm_ids: file,
+            _fault: fault,
+            _netlink: netlink,
+            _sysctl: sysctl,
+            _queue: queue,
+            _port_mapper: port_mapper,
         })
     }
 }
@@ -126,6 +222,7 @@ impl Drop for IwCmModule {
     fn drop(&mut self) {
         // Every cm_id holds a reference on this module, so none is left
         // here (unless the unload was forced: then warn, and leak them).
+        // The fields' drops then undo the registrations.
         let live = cm_id::LIVE.load(core::sync::atomic::Ordering::Relaxed);
         if live != 0 {
             pr_err!(
@@ -134,8 +231,6 @@ impl Drop for IwCmModule {
             );
             kernel::warn_on!(true);
         }
-        // SAFETY: no cm_id is left, so nothing uses the queue or the tables.
-        unsafe { c::iwcm_c_exit() };
     }
 }
 

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! A cm_id's event delivery: its work item takes the ring's events in
+//! order and runs the state machine and the ULP's handler (iwcm.c's
+//! `cm_work_handler`, `process_event` and the `cm_*_handler`s).
+
+use super::*;
+
+impl CmId {
+    // ---- delivery ---------------------------------------------------------
+
+    /// Queues this cm_id's work item (a reference goes with it).
+    pub(super) fn kick(this: ArcBorrow<'_, CmId>) {
+        let arc: Arc<CmId> = this.into();
+        // `Err` means already queued: that run will see our event.
+        let _ = crate::delivery_queue().enqueue(arc);
+    }
+
+    /// The work item: delivers the queued events in order.
+    pub(super) fn deliver_queued(self: &Arc<Self>) {
+        let me = current_task();
+        loop {
+            let mut g = self.inner.lock();
+            // Another task delivers for this id (the listener delivering
+            // our CONNECT_REQUEST): it re-queues us when done.
+            if g.delivering != 0 {
+                return;
+            }
+            let Some(mut ev) = g.events.pop() else {
+                return;
+            };
+            let Some(input) = ev.input() else {
+                drop(g);
+                provider_fault!(
+                    self.dev.as_raw(),
+                    "unknown provider event {}\n",
+                    ev.raw.event
+                );
+                self.inner.lock().handled += 1;
+                continue;
+            };
+            let (next, actions) = match state::step(g.state, input) {
+                Outcome::Go { next, actions } => (next, actions),
+                Outcome::Drop => {
+                    g.handled += 1;
+                    continue;
+                }
+                Outcome::ProviderFault { next, actions } => {
+                    let from = g.state;
+                    g.state = next;
+                    let qp = if actions.contains(Actions::RELEASE_QP) {
+                        g.qp.take()
+                    } else {
+                        None
+                    };
+                    drop(g);
+                    drop(qp);
+                    if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
+                        self.waiters.notify_all();
+                    }
+                    provider_fault!(
+                        self.dev.as_raw(),
+                        "provider event {:?} in state {:?} dropped\n",
+                        input,
+                        from
+                    );
+                    // A request on a cm_id that does not listen (any
+                    // more): still the provider's object to give back.
+                    if input == Input::EvConnectRequest {
+                        self.reject_undelivered_request(&ev);
+                    }
+                    self.inner.lock().handled += 1;
+                    continue;
+                }
+                Outcome::Invalid | Outcome::Wait => {
+                    g.handled += 1;
+                    continue;
+                }
+            };
+            g.state = next;
+            g.delivering = me;
+            let qp = if actions.contains(Actions::RELEASE_QP) {
+                g.qp.take()
+            } else {
+                None
+            };
+            drop(g);
+            // The QP reference goes before the ULP hears CLOSE or a failed
+            // CONNECT_REPLY: the ULP destroys its QP next, and
+            // siw_destroy_qp / c4iw_destroy_qp wait for this reference.
+            drop(qp);
+
+            let mut ret = 0;
+            if actions.contains(Actions::DELIVER) {
+                if let Input::EvConnectReply { ok } = input {
+                    // Only this delivering thread accesses the addresses
+                    // of a connecting id (iwcm.c cm_conn_rep_handler).
+                    if ok && ev.use_addrs {
+                        // SAFETY: see above.
+                        unsafe {
+                            self.raw
+                                .set_mapped_addrs(ev.raw.local_addr, ev.raw.remote_addr)
+                        };
+                    }
+                    // The ULP sees its own addresses on success (as
+                    // iwcm.c), and on failure when the provider's are
+                    // unusable (a provider fault).
+                    if ok || !ev.use_addrs {
+                        // SAFETY: see above.
+                        let (l, r) = unsafe { self.raw.addrs() };
+                        ev.raw.local_addr = l;
+                        ev.raw.remote_addr = r;
+                    }
+                }
+                ret = self.call_ulp(self.raw(), &mut ev);
+            }
+            if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
+                self.waiters.notify_all();
+            }
+            if actions.contains(Actions::SPAWN_CHILD) {
+                self.connect_request(&mut ev);
+            }
+            if ret != 0 {
+                // The ULP asked us to destroy the id (rdma_cm forgets it):
+                // we give back the ULP's reference ourselves.
+                self.destroy_for_handler();
+            }
+            {
+                let mut g = self.inner.lock();
+                g.delivering = 0;
+                g.handled += 1;
+            }
+            self.waiters.notify_all();
+        }
+    }
+
+    /// A handler returned non-zero: destroy and drop the ULP's reference.
+    pub(super) fn destroy_for_handler(self: &Arc<Self>) {
+        let owned = {
+            let mut g = self.inner.lock();
+            core::mem::replace(&mut g.ulp_owned, false)
+        };
+        self.destroy();
+        if owned {
+            // SAFETY: `ulp_owned` was true: the ULP's reference is ours to
+            // give back, exactly once; `self` keeps the id alive meanwhile.
+            drop(unsafe { Self::from_raw_ref(self.raw()) });
+        }
+    }
+
+    /// Calls the ULP's handler for `raw` (this id or a new child).
+    pub(super) fn call_ulp(&self, raw: *mut bindings::iw_cm_id, ev: &mut Event) -> i32 {
+        // SAFETY: `raw` is live; `cm_handler` was set at creation.
+        let handler = unsafe { (*raw).cm_handler };
+        match handler {
+            // SAFETY: the ULP's handler takes a live cm_id and a valid event;
+            // both outlive the call.
+            Some(h) => unsafe { h(raw, &mut ev.raw) },
+            None => 0,
+        }
+    }
+
+    /// CONNECT_REQUEST on a listener: create the child cm_id and deliver
+    /// the request on it (`cm_conn_req_handler` in iwcm.c).
+    pub(super) fn connect_request(self: &Arc<Self>, ev: &mut Event) {
+        // The upcall refused requests with a status, without provider_data
+        // or with unusable addresses (event_check).
+        let (handler, context) = self.raw.handler_context();
+        // If the cm_id cannot be created (no memory), the request stays
+        // with the provider, as in iwcm.c: there is no cm_id to pass to
+        // iw_reject.  (siw then keeps the endpoint; see README, known
+        // issues.)
+        let Ok(child) = CmId::new(self.dev, handler, context) else {
+            return;
+        };
+        let craw = child.raw();
+        {
+            // SAFETY: the listener's addresses are stable while it listens.
+            let ((l_local, _), (l_m_local, _)) =
+                unsafe { (self.raw.addrs(), self.raw.mapped_addrs()) };
+            // The wire's addresses, the child's mapped ones.
+            let (wire_local, wire_remote) = (ev.raw.local_addr, ev.raw.remote_addr);
+            let mut local = l_local;
+            // The peer's address behind the mapped pair, from the port
+            // mapper; without one, the wire's.
+            let remote = match crate::rdma::iwpm::remote_info(&l_m_local, &wire_remote) {
+                None => wire_remote,
+                Some(remote) => {
+                    sockaddr::check_wildcard(&l_m_local, &wire_local, &mut local);
+                    ev.raw.local_addr = local;
+                    ev.raw.remote_addr = remote;
+                    remote
+                }
+            };
+            // SAFETY: the child is new and not yet visible to the ULP or
+            // the provider (as for the two calls below).
+            unsafe { child.raw.set_provider_data(ev.raw.provider_data) };
+            // SAFETY: see above.
+            unsafe { child.raw.set_mapped_addrs(wire_local, wire_remote) };
+            // SAFETY: see above.
+            unsafe { child.raw.set_addrs(local, remote) };
+        }
+        {
+            let mut g = child.inner.lock();
+            g.state = State::ConnRecv;
+            // The child's first event is this request: its own later events
+            // wait until the request's delivery is done.
+            g.delivering = current_task();
+        }
+        // The ULP's reference on the child: handed out with the request,
+        // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
+        let _ = Arc::into_raw(child.clone());
+        let listening = self.inner.lock().state == State::Listen;
+        let ok = listening && child.reserve_events(PASSIVE_EVENT_SLOTS).is_ok();
+        let ret = if ok { self.call_ulp(craw, ev) } else { -1 };
+        if ret != 0 {
+            // Not listening any more, no memory, or the ULP refused: reject
+            // and destroy the child; the ULP's reference is ours.  If the
+            // ULP already accepted, destroy aborts the connection instead.
+            let _ = child.reject(&[]);
+            child.destroy_for_handler();
+        }
+        {
+            let mut g = child.inner.lock();
+            g.delivering = 0;
+            if g.events.len > 0 {
+                drop(g);
+                Self::kick(child.as_arc_borrow());
+            }
+        }
+        child.waiters.notify_all();
+    }
+}

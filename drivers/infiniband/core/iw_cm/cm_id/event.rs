@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! A cm_id's event ring: the provider events copied in the upcall, in
+//! slots reserved by listen, connect and accept (iwcm.c's preallocated
+//! `iwcm_work` entries).
+
+use super::*;
+
+/// One provider event, copied out of the provider's `struct iw_cm_event`
+/// after [`event_check::check`] judged it.
+///
+/// # Invariants
+///
+/// `raw.private_data` is null with `raw.private_data_len == 0`, or points
+/// to the buffer of `pdata` with `raw.private_data_len == pdata.len()`: it
+/// never points at the provider's buffer, which may be freed as soon as the
+/// upcall returns.  (`pdata`'s heap buffer does not move with the `Event`.)
+/// `raw.event` is one of the five event types; `raw.status`, `raw.ird` and
+/// `raw.ord` are the checked values.
+pub(super) struct Event {
+    pub(super) raw: bindings::iw_cm_event,
+    /// The event's private data, copied in the upcall (the provider may
+    /// free its buffer as soon as the upcall returns).
+    pub(super) pdata: KVec<u8>,
+    /// The event's addresses passed the check (CONNECT_REQUEST and
+    /// CONNECT_REPLY); otherwise the cm_id's own are used.
+    pub(super) use_addrs: bool,
+}
+
+// SAFETY: `raw.private_data` points into `pdata` or is null (type
+// invariant) and `raw.provider_data` is an opaque token of the provider
+// that iw_cm only stores; both may move between threads.
+unsafe impl Send for Event {}
+
+impl Event {
+    /// Copies `src` with the checked `status`/`ird`/`ord` and its private
+    /// data already copied into `pdata`.
+    pub(super) fn new(src: &bindings::iw_cm_event, pdata: KVec<u8>, v: Checked) -> Self {
+        let mut ev = Self {
+            raw: *src,
+            pdata,
+            use_addrs: v.use_addrs,
+        };
+        ev.raw.status = v.status;
+        ev.raw.ird = v.ird;
+        ev.raw.ord = v.ord;
+        // Establishes the type invariant (`pdata` is at most 512 bytes:
+        // it was copied from a `u8` length).
+        if ev.pdata.is_empty() {
+            ev.raw.private_data = core::ptr::null_mut();
+            ev.raw.private_data_len = 0;
+        } else {
+            ev.raw.private_data_len = ev.pdata.len() as u8;
+            ev.raw.private_data = ev.pdata.as_mut_ptr().cast();
+        }
+        ev
+    }
+
+    pub(super) fn input(&self) -> Option<Input> {
+        Some(match self.raw.event {
+            bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST => Input::EvConnectRequest,
+            bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY => Input::EvConnectReply {
+                ok: self.raw.status == 0,
+            },
+            bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED => Input::EvEstablished,
+            bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT => Input::EvDisconnect,
+            bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE => Input::EvClose,
+            _ => return None,
+        })
+    }
+}
+
+/// A fixed-size FIFO of events; its slots are allocated in process context
+/// ([`CmId::reserve_events`]) so that the atomic upcall never allocates one.
+///
+/// # Invariants
+///
+/// `len <= slots.len()`; `head < slots.len()` unless `slots` is empty; the
+/// `len` slots from `head` on (wrapping) hold the queued events in arrival
+/// order, every other slot is `None`.
+pub(super) struct EventRing {
+    /// One slot per event that may be pending: `backlog` of them for a
+    /// listener, so kvmalloc'ed (a large backlog must not need one
+    /// physically contiguous allocation; iwcm.c allocates entries one by one).
+    pub(super) slots: KVVec<Option<Event>>,
+    pub(super) head: usize,
+    pub(super) len: usize,
+}
+
+impl EventRing {
+    pub(super) const fn new() -> Self {
+        Self {
+            slots: KVVec::new(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Moves `*ev` into the ring; leaves it in place (to be freed by the
+    /// caller, outside the lock) and returns false when the ring is full.
+    pub(super) fn push(&mut self, ev: &mut Option<Event>) -> bool {
+        let cap = self.slots.len();
+        if self.len == cap {
+            return false;
+        }
+        let idx = (self.head + self.len) % cap;
+        self.slots[idx] = ev.take();
+        self.len += 1;
+        true
+    }
+
+    pub(super) fn pop(&mut self) -> Option<Event> {
+        if self.len == 0 {
+            return None;
+        }
+        let ev = self.slots[self.head].take();
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        ev
+    }
+
+    /// Moves the queued events into `new` (at least as large) and makes it
+    /// the ring; returns the old slots, to be freed outside the lock.
+    pub(super) fn replace_slots(&mut self, mut new: KVVec<Option<Event>>) -> KVVec<Option<Event>> {
+        let mut i = 0;
+        while let Some(ev) = self.pop() {
+            new[i] = Some(ev);
+            i += 1;
+        }
+        self.head = 0;
+        self.len = i;
+        core::mem::replace(&mut self.slots, new)
+    }
+
+    /// Empties the ring; returns the slots (with the events) to be freed
+    /// outside the lock.
+    pub(super) fn take_all(&mut self) -> KVVec<Option<Event>> {
+        self.head = 0;
+        self.len = 0;
+        core::mem::replace(&mut self.slots, KVVec::new())
+    }
+}
+
+/// The values of a provider event that passed [`event_check::check`].
+#[derive(Clone, Copy)]
+pub(super) struct Checked {
+    pub(super) status: i32,
+    pub(super) ird: u8,
+    pub(super) ord: u8,
+    pub(super) use_addrs: bool,
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! A cm_id's port mapping: `iw_cm_map()` and the mapping's removal of
+//! iwcm.c, through the kernel's port mapper client (iwpm_*.c).
+
+use super::*;
+use crate::rdma::iwpm;
+
+impl CmId {
+    // ---- port mapper (iwpm) ----------------------------------------------
+
+    /// `iw_cm_map()` of iwcm.c: asks the user-space port mapper (iwpmd), if
+    /// one runs, for the mapped addresses.
+    pub(super) fn map_ports(&self, active: bool) -> Result {
+        // SAFETY: the ULP set the addresses before listen/connect and does
+        // not change them during the call, and the provider has not seen
+        // the id yet.
+        let (local, remote) = unsafe { self.raw.addrs() };
+        // SAFETY: the device is valid (IwDevice invariant).
+        let devname = unsafe { crate::c::iwcm_c_dev_name(self.dev.as_raw().cast()) };
+        // SAFETY: `dev_name` returns a NUL-terminated string owned by the
+        // device, which outlives this call.
+        let devname = unsafe { CStr::from_char_ptr(devname) }.to_bytes();
+        // SAFETY: as above; nobody else accesses the mapped addresses now.
+        unsafe { self.raw.set_mapped_addrs(local, remote) };
+        if !iwpm::register(devname, self.dev.ifname())? {
+            return Ok(());
+        }
+        // SAFETY: as above.
+        unsafe { self.raw.set_mapped() };
+        let flags = iwpm::MapFlags::for_driver_flags(self.dev.driver_flags());
+        // The port mapper can answer 0 without filling the mapped
+        // addresses in (iwpmd gone between the pid check and the
+        // request): a mapped address of another family than the cm_id's
+        // own is not adopted; the id keeps its own addresses, as without
+        // a port mapper.  (iwcm.c adopts it, and the provider then fails
+        // with "Invalid sockaddr family".)
+        if let Ok(m) = iwpm::add_mapping(&local, &remote, flags, active) {
+            let same_family = sockaddr::family(&m.local) == sockaddr::family(&local)
+                && (!active || sockaddr::family(&m.remote) == sockaddr::family(&remote));
+            static FAMILY_NOTED: AtomicBool = AtomicBool::new(false);
+            if !same_family && !FAMILY_NOTED.swap(true, Ordering::Relaxed) {
+                pr_info!(
+                    "port mapper answered with an address of another family ({} / {} for {}): mapping not used (said once)\n",
+                    sockaddr::family(&m.local),
+                    sockaddr::family(&m.remote),
+                    sockaddr::family(&local)
+                );
+            }
+            if same_family {
+                let mut m_remote = remote;
+                if active {
+                    m_remote = m.remote;
+                    sockaddr::check_wildcard(&m.remote, &remote, &mut m_remote);
+                }
+                // SAFETY: as above.
+                unsafe { self.raw.set_mapped_addrs(m.local, m_remote) };
+            }
+        }
+        // SAFETY: as above.
+        let (m_local, _) = unsafe { self.raw.mapped_addrs() };
+        iwpm::create_mapinfo(&local, &m_local, flags)
+    }
+
+    /// Removes the port mapper's mapping (iwcm.c destroy_cm_id).
+    pub(super) fn unmap_ports(&self) {
+        // SAFETY: the id is Destroying: nobody changes `mapped` or the
+        // addresses any more.
+        if unsafe { self.raw.is_mapped() } {
+            // SAFETY: as above.
+            let ((local, _), (m_local, _)) = unsafe { (self.raw.addrs(), self.raw.mapped_addrs()) };
+            iwpm::remove(&local, &m_local);
+        }
+    }
+}

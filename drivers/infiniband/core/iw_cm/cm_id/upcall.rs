@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The provider's calls into a cm_id: `event_handler`, `add_ref` and
+//! `rem_ref` (iwcm.c's `cm_event_handler`, `add_ref`, `rem_ref`), and the
+//! checks that treat every field of a provider event as untrusted input.
+
+use super::*;
+
+/// The kinds of event-content fault ([`Faults`] bits) already warned about.
+pub(super) static CONTENT_FAULTS_WARNED: AtomicU16 = AtomicU16::new(0);
+
+/// The event type of a raw `iw_cm_event`, `None` for an unknown one.
+pub(super) fn kind_of(event: u32) -> Option<Kind> {
+    Some(match event {
+        bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST => Kind::ConnectRequest,
+        bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY => Kind::ConnectReply,
+        bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED => Kind::Established,
+        bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT => Kind::Disconnect,
+        bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE => Kind::Close,
+        _ => return None,
+    })
+}
+
+/// Reports the faults `f` found in a provider event of type `event` with
+/// `status` (the provider's values, before correction): counted, and
+/// logged with a warning line the first time each kind of fault is seen,
+/// without a WARN() backtrace: a peer on the wire can shape these fields
+/// through a buggy provider (siw passes on the MPA reply's IRD/ORD and
+/// private data), and a WARN would let it panic a `panic_on_warn` machine.
+pub(super) fn report_event_faults(
+    this: &CmId,
+    src: &bindings::iw_cm_event,
+    f: Faults,
+    refused: bool,
+) {
+    let (event, status, pdata_len) = (src.event, src.status, src.private_data_len);
+    if f.is_empty() {
+        return;
+    }
+    PROVIDER_FAULTS.fetch_add(1, Ordering::Relaxed);
+    let what = if refused {
+        "refused"
+    } else {
+        "delivered with the faulty fields dropped or corrected"
+    };
+    // One message, at info level while the KUnit matrix feeds faults on
+    // purpose, else as a warning the first time each kind is seen.
+    macro_rules! say {
+        ($log:ident) => {
+            $log!(
+                "provider event {} (status {}, private data length {}) malformed (faults {:#x}): {}\n",
+                event,
+                status,
+                pdata_len,
+                f.bits(),
+                what
+            )
+        };
+    }
+    match fault_log(this.dev.as_raw()) {
+        FaultLog::Info => say!(pr_info),
+        FaultLog::Silent => {}
+        FaultLog::Warn => {
+            if f.bits() & !CONTENT_FAULTS_WARNED.fetch_or(f.bits(), Ordering::Relaxed) != 0 {
+                say!(pr_warn);
+            }
+        }
+    }
+}
+
+/// Judges and copies one provider event in the upcall: the checked values
+/// and the copied private data, or the errno the upcall returns.
+pub(super) fn check_and_copy(
+    this: &CmId,
+    src: &bindings::iw_cm_event,
+) -> Result<(Checked, KVec<u8>)> {
+    let Some(kind) = kind_of(src.event) else {
+        report_event_faults(this, src, Faults::UNKNOWN_EVENT, true);
+        return Err(EINVAL);
+    };
+    let fields = event_check::Fields {
+        kind,
+        status: src.status,
+        pdata_addr: src.private_data as usize,
+        pdata_len: src.private_data_len.into(),
+        ird: src.ird,
+        ord: src.ord,
+        local_family: sockaddr::family(&src.local_addr) as u16,
+        remote_family: sockaddr::family(&src.remote_addr) as u16,
+        provider_data: !src.provider_data.is_null(),
+    };
+    let lim = event_check::Limits {
+        max_rd_atom: this.dev.max_rd_atom(),
+    };
+    let (checked, copy_pdata, mut faults) = match event_check::check(&fields, &lim) {
+        Verdict::Refuse(f) => {
+            report_event_faults(this, src, f, true);
+            return Err(EINVAL);
+        }
+        Verdict::Deliver {
+            status,
+            copy_pdata,
+            ird,
+            ord,
+            use_addrs,
+            faults,
+        } => (
+            Checked {
+                status,
+                ird,
+                ord,
+                use_addrs,
+            },
+            copy_pdata,
+            faults,
+        ),
+    };
+    let mut pdata = KVec::<u8>::new();
+    if copy_pdata {
+        let len = usize::from(src.private_data_len);
+        pdata.reserve(len, GFP_ATOMIC)?;
+        // SAFETY: `pdata` has room for `len` bytes; the helper reads the
+        // untrusted source with copy_from_kernel_nofault() and fails
+        // instead of faulting.
+        let r = unsafe {
+            crate::c::iwcm_c_copy_pdata(
+                pdata.as_mut_ptr().cast(),
+                src.private_data.cast_const(),
+                len,
+            )
+        };
+        if r == 0 {
+            // SAFETY: the helper initialised the first `len` bytes.
+            unsafe { pdata.inc_len(len) };
+        } else {
+            faults = faults.with(Faults::PDATA_BAD_POINTER);
+            if kind == Kind::ConnectRequest {
+                report_event_faults(this, src, faults, true);
+                return Err(EINVAL);
+            }
+        }
+    }
+    report_event_faults(this, src, faults, false);
+    Ok((checked, pdata))
+}
+
+/// The provider's upcall (`cm_id->event_handler`): check the event, copy
+/// it and queue it for in-order delivery on this cm_id's work item.
+///
+/// Context: process or softirq (siw calls it from its `sk_data_ready`
+/// callback), with or without the provider's spinlocks held; not hard
+/// interrupt context (the cm_id lock is a `spinlock_t`, as in iwcm.c).
+/// Never sleeps, allocates only with GFP_ATOMIC (private data).
+///
+/// Every field of the event is untrusted (see [`event_check`]): the
+/// private data is copied only when its status allows it, with a
+/// length within the MPA limit, from a pointer that is readable
+/// (`copy_from_kernel_nofault`); malformed fields are provider faults,
+/// warned once and corrected or dropped.
+///
+/// Returns 0; -ENOMEM when the cm_id's preallocated event slots are full
+/// or the private data cannot be copied (as iwcm.c: the provider then
+/// rejects or drops the connection); -EINVAL for a provider fault that
+/// leaves nothing to deliver: a null pointer, an unknown event type, a
+/// malformed CONNECT_REQUEST (the provider keeps and releases its
+/// connection object), or an event on a cm_id that never listened,
+/// connected or accepted (where iwcm.c reaches `BUG()`), with a warning;
+/// -ECONNABORTED for a CONNECT_REQUEST on a listener being destroyed (the
+/// provider releases the request, as for -ENOMEM).
+///
+/// # Safety
+///
+/// Called by the provider with a cm_id it holds a reference on and a valid
+/// `struct iw_cm_event` (whose contents are checked here).
+pub(super) unsafe extern "C" fn cm_event_handler(
+    raw: *mut bindings::iw_cm_id,
+    event: *mut bindings::iw_cm_event,
+) -> i32 {
+    if raw.is_null() || event.is_null() {
+        provider_fault!(core::ptr::null(), "event upcall with a null pointer\n");
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the provider holds a reference on the cm_id (add_ref).
+    let this = unsafe { CmId::borrow(raw) };
+    // SAFETY: the event is valid for the duration of the upcall.
+    let src = unsafe { &*event };
+    let (checked, pdata) = match check_and_copy(&this, src) {
+        Ok(v) => v,
+        Err(e) => return e.to_errno(),
+    };
+    let is_request = src.event == bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST;
+    let mut ev = Some(Event::new(src, pdata, checked));
+    let (queued, no_slots, refused) = {
+        let mut g = this.inner.lock();
+        if g.state == State::Destroying {
+            // A request the listener will never deliver: refused, so
+            // that the provider releases it (siw_proc_mpareq drops its
+            // reference and the connection).  Other events after
+            // destroy are dropped, as iwcm.c's IWCM_F_DROP_EVENTS does;
+            // `ev` is freed after the unlock either way.
+            (true, false, is_request)
+        } else if g.events.push(&mut ev) {
+            g.queued += 1;
+            (true, false, false)
+        } else {
+            (false, g.events.slots.is_empty(), false)
+        }
+    };
+    if refused {
+        return ECONNABORTED.to_errno();
+    }
+    if no_slots {
+        // Slots are reserved by listen, connect and accept: a cm_id
+        // without any never gave the provider a reason to call it.
+        provider_fault!(
+            this.dev.as_raw(),
+            "provider event {} on a cm_id that is not connecting, accepting or listening\n",
+            src.event
+        );
+        return EINVAL.to_errno();
+    }
+    if !queued {
+        return ENOMEM.to_errno();
+    }
+    if ev.is_none() {
+        CmId::kick(this);
+    }
+    0
+}
+
+/// `cm_id->add_ref`: the provider takes a reference.  Any context.
+///
+/// # Safety
+///
+/// `raw` is a live cm_id of this module (the caller holds a reference).
+pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
+    if raw.is_null() {
+        provider_fault!(core::ptr::null(), "add_ref on a null cm_id\n");
+        return;
+    }
+    // SAFETY: guaranteed by the caller.
+    let b = unsafe { CmId::borrow(raw) };
+    b.provider_refs.fetch_add(1, Ordering::Relaxed);
+    let arc: Arc<CmId> = b.into();
+    let _ = Arc::into_raw(arc);
+}
+
+/// `cm_id->rem_ref`: the provider drops a reference (may free the cm_id).
+/// Any context.  A `rem_ref` beyond the provider's `add_ref`s is a
+/// provider fault, warned once and ignored: it would otherwise drop the
+/// ULP's (or a queued event's) reference and free the cm_id under them.
+///
+/// # Safety
+///
+/// `raw` is a cm_id of this module on which the provider took a reference
+/// with `add_ref` (checked as far as the count goes: an unbalanced call is
+/// caught while another reference keeps the cm_id alive).
+pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
+    if raw.is_null() {
+        provider_fault!(core::ptr::null(), "rem_ref on a null cm_id\n");
+        return;
+    }
+    // The count below is a best-effort guard against a provider that breaks
+    // the contract while another reference (the ULP's, a queued event's)
+    // still keeps the cm_id alive; after the last one it cannot help.
+    // SAFETY: by the caller's contract the provider holds a reference.
+    let b = unsafe { CmId::borrow(raw) };
+    let dec = b
+        .provider_refs
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    if dec.is_err() {
+        provider_fault!(
+            b.dev.as_raw(),
+            "rem_ref without a matching add_ref: ignored\n"
+        );
+        return;
+    }
+    // SAFETY: the provider owned one reference taken with `add_ref`.
+    drop(unsafe { CmId::from_raw_ref(raw) });
+}

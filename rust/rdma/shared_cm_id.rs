@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The C-visible `struct iw_cm_id` (include/rdma/iw_cm.h), shared by the
+//! ULP, the provider and iw_cm, behind one type: every read and write of
+//! its fields by this project is here.
+//!
+//! Who writes what (iwcm.c's unwritten protocol, kept here):
+//! - `cm_handler`, `context`, `device` and the provider callbacks are set
+//!   at creation and never change;
+//! - `local_addr`/`remote_addr` are written by the ULP before listen or
+//!   connect, and by iw_cm for a child it creates or while it delivers a
+//!   CONNECT_REPLY (the only thread that touches a connecting id's
+//!   addresses then);
+//! - `m_local_addr`/`m_remote_addr` and the `mapped` bit are written by
+//!   iw_cm in listen/connect before the provider sees the id, and when it
+//!   delivers a CONNECT_REPLY;
+//! - `provider_data` is written by iw_cm for a new child before anyone
+//!   else sees it, and read by the provider.
+//!
+//! The methods that read or write a field another party may write are
+//! `unsafe`: the caller states which rule above makes the access
+//! race-free.  Fields are always accessed through the raw pointer, never
+//! through a `&mut iw_cm_id`.
+
+use crate::bindings;
+use crate::rdma::iwpm::SockAddr;
+use core::ffi::c_void;
+use kernel::types::Opaque;
+
+/// A `struct iw_cm_id` embedded in a cm_id of this module, at a stable
+/// address (the ULP and the provider only ever see that pointer).
+///
+/// # Invariants
+///
+/// The struct was fully initialised by [`SharedCmId::new`].
+#[repr(transparent)]
+pub(crate) struct SharedCmId(Opaque<bindings::iw_cm_id>);
+
+/// The provider callbacks iw_cm installs in every cm_id.
+pub(crate) struct Callbacks {
+    pub(crate) event_handler: bindings::iw_event_handler,
+    pub(crate) add_ref: Option<unsafe extern "C" fn(*mut bindings::iw_cm_id)>,
+    pub(crate) rem_ref: Option<unsafe extern "C" fn(*mut bindings::iw_cm_id)>,
+}
+
+impl SharedCmId {
+    /// A cm_id of `device` for the ULP's `cm_handler` and `context`.
+    pub(crate) fn new(
+        device: *mut bindings::ib_device,
+        cm_handler: bindings::iw_cm_handler,
+        context: *mut c_void,
+        cb: Callbacks,
+    ) -> Self {
+        Self(Opaque::new(bindings::iw_cm_id {
+            cm_handler,
+            context,
+            device,
+            event_handler: cb.event_handler,
+            add_ref: cb.add_ref,
+            rem_ref: cb.rem_ref,
+            ..Default::default()
+        }))
+    }
+
+    /// The pointer the ULP and the provider get.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::iw_cm_id {
+        self.0.get()
+    }
+
+    /// The ULP's handler and context (set at creation, never changed).
+    pub(crate) fn handler_context(&self) -> (bindings::iw_cm_handler, *mut c_void) {
+        let p = self.as_ptr();
+        // SAFETY: `p` is valid (type invariant); these fields are written
+        // only at creation.
+        unsafe { ((*p).cm_handler, (*p).context) }
+    }
+
+    /// `local_addr` and `remote_addr`.
+    ///
+    /// # Safety
+    ///
+    /// No other party writes them concurrently (see the module's rules).
+    pub(crate) unsafe fn addrs(&self) -> (SockAddr, SockAddr) {
+        let p = self.as_ptr();
+        // SAFETY: valid (type invariant); no concurrent writer (caller).
+        unsafe { ((*p).local_addr, (*p).remote_addr) }
+    }
+
+    /// Sets `local_addr` and `remote_addr`.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the only party that may access them now.
+    pub(crate) unsafe fn set_addrs(&self, local: SockAddr, remote: SockAddr) {
+        let p = self.as_ptr();
+        // SAFETY: valid (type invariant); exclusive (caller).
+        unsafe {
+            (*p).local_addr = local;
+            (*p).remote_addr = remote;
+        }
+    }
+
+    /// `m_local_addr` and `m_remote_addr`.
+    ///
+    /// # Safety
+    ///
+    /// No other party writes them concurrently.
+    pub(crate) unsafe fn mapped_addrs(&self) -> (SockAddr, SockAddr) {
+        let p = self.as_ptr();
+        // SAFETY: valid (type invariant); no concurrent writer (caller).
+        unsafe { ((*p).m_local_addr, (*p).m_remote_addr) }
+    }
+
+    /// Sets `m_local_addr` and `m_remote_addr`.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the only party that may access them now.
+    pub(crate) unsafe fn set_mapped_addrs(&self, local: SockAddr, remote: SockAddr) {
+        let p = self.as_ptr();
+        // SAFETY: valid (type invariant); exclusive (caller).
+        unsafe {
+            (*p).m_local_addr = local;
+            (*p).m_remote_addr = remote;
+        }
+    }
+
+    /// The `mapped` bit.
+    ///
+    /// # Safety
+    ///
+    /// No other party writes it concurrently.
+    pub(crate) unsafe fn is_mapped(&self) -> bool {
+        // SAFETY: valid (type invariant); no concurrent writer (caller).
+        unsafe { bindings::iw_cm_id::mapped_raw(self.as_ptr()) }
+    }
+
+    /// Sets the `mapped` bit.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the only party that may access the bitfield now.
+    pub(crate) unsafe fn set_mapped(&self) {
+        // SAFETY: valid (type invariant); exclusive (caller).
+        unsafe { bindings::iw_cm_id::set_mapped_raw(self.as_ptr(), true) };
+    }
+
+    /// Sets `provider_data` (a child's connection request, for the
+    /// provider's accept or reject).
+    ///
+    /// # Safety
+    ///
+    /// The cm_id is not yet visible to the ULP or the provider.
+    pub(crate) unsafe fn set_provider_data(&self, data: *mut c_void) {
+        // SAFETY: valid (type invariant); exclusive (caller).
+        unsafe { (*self.as_ptr()).provider_data = data };
+    }
+}
