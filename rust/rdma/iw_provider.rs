@@ -91,6 +91,12 @@ impl IwDevice {
         unsafe { (*self.ptr.as_ptr()).iw_driver_flags }
     }
 
+    /// The address of the provider's `iw_connect` op (0: none), which
+    /// names the provider (the KUnit suite's fake one, for instance).
+    pub(crate) fn connect_op(&self) -> usize {
+        self.ops().iw_connect.map_or(0, |f| f as usize)
+    }
+
     /// Whether the provider implements every op iw_cm needs.
     pub(crate) fn is_iwarp(&self) -> bool {
         let o = self.ops();

@@ -32,11 +32,22 @@ $(error iw_cm: $(rdma_bindgen_mk) is missing: it holds the bindgen flags of a gc
 endif
 rdma_bindgen_skip_c_flags := $(shell sed -n '/^bindgen_skip_c_flags :=/,/[^\\]$$/p' $(rdma_bindgen_mk) | \
 	sed -e 's/^bindgen_skip_c_flags :=//' -e 's/\\$$//' | tr '\n' ' ')
-rdma_bindgen_target := $(lastword $(shell sed -n 's/^BINDGEN_TARGET_$(SRCARCH)[[:space:]]*:=[[:space:]]*//p' $(rdma_bindgen_mk)))
+# BINDGEN_TARGET_<arch> := <triple>; powerpc has two, the first for
+# CONFIG_PPC64 (as rust/Makefile's ifdef); um takes its SUBARCH's.
+rdma_bindgen_arch := $(if $(filter um,$(SRCARCH)),$(SUBARCH),$(SRCARCH))
+rdma_bindgen_targets := $(shell sed -n 's/^BINDGEN_TARGET_$(rdma_bindgen_arch)[[:space:]]*:=[[:space:]]*//p' $(rdma_bindgen_mk))
+rdma_bindgen_target := $(if $(CONFIG_PPC64),$(firstword $(rdma_bindgen_targets)),$(lastword $(rdma_bindgen_targets)))
 ifeq ($(rdma_bindgen_target),)
 $(error iw_cm: no bindgen target for ARCH=$(SRCARCH) in $(rdma_bindgen_mk): the kernel's Rust support does not cover this architecture)
 endif
 rdma_bindgen_c_flags = $(filter-out $(rdma_bindgen_skip_c_flags), $(c_flags)) -w --target=$(rdma_bindgen_target)
+# As rust/Makefile: libclang < 16 needs this with INIT_STACK_ALL_ZERO.
+ifdef CONFIG_INIT_STACK_ALL_ZERO
+rdma_libclang_maj := $(shell $(BINDGEN) $(srctree)/scripts/rust_is_available_bindgen_libclang.h 2>&1 | sed -ne 's/.*clang version \([0-9]*\).*/\1/p')
+ifeq ($(shell expr $(rdma_libclang_maj) \< 16), 1)
+rdma_bindgen_c_flags += -enable-trivial-auto-var-init-zero-knowing-it-will-be-removed-from-clang
+endif
+endif
 endif
 rdma_bindgen_c_flags_final = $(if $(CONFIG_LTO),$(filter-out $(CC_FLAGS_LTO), $(rdma_bindgen_c_flags)),$(rdma_bindgen_c_flags)) \
 	-fno-builtin -D__BINDGEN__ -DMODULE
@@ -46,7 +57,7 @@ quiet_cmd_rdma_bindgen = BINDGEN $@
 	$(BINDGEN) $< $(shell grep -Ev '^\#|^$$' $(RDMA_DIR)/bindgen_parameters) \
 		--rust-target 1.85 --use-core --with-derive-default --ctypes-prefix ffi \
 		--no-layout-tests --no-debug '.*' --enable-function-attribute-detection \
-		-o $@ -- $(rdma_bindgen_c_flags_final) -I$(RDMA_DIR) $(RDMA_BINDGEN_INCLUDES)
+		-o $@ -- $(rdma_bindgen_c_flags_final) -I$(RDMA_DIR)
 
 $(obj)/bindings_generated.rs: $(RDMA_DIR)/bindings_helper.h $(RDMA_DIR)/bindgen_parameters \
 		$(RDMA_BINDGEN_DEPS) FORCE

@@ -89,14 +89,14 @@ pub(crate) enum FaultLog {
     Silent,
 }
 
-/// How to log a provider fault of a cm_id on `dev` (null when the fault
+/// How to log a provider fault of a cm_id on `dev` (`None` when the fault
 /// has no cm_id).  Always [`FaultLog::Warn`] for a real provider: only the
 /// fake device the test module names (`kunit_iface.rs`) gets another
 /// answer.  (The WARN may come from the delivery worker, where KUnit's
 /// per-task warning suppression does not reach.)  Any context.
-pub(crate) fn fault_log(dev: *const bindings::ib_device) -> FaultLog {
+pub(crate) fn fault_log(dev: Option<&IwDevice>) -> FaultLog {
     #[cfg(CONFIG_KUNIT)]
-    if let Some(log) = crate::kunit_iface::expected_fault_log(dev) {
+    if let Some(log) = dev.and_then(crate::kunit_iface::expected_fault_log) {
         return log;
     }
     let _ = dev;
@@ -196,8 +196,9 @@ pub(crate) struct CmId {
 /// The window it leaves: the reference is dropped in the cm_id's
 /// destructor, after which the thread that dropped the last `Arc` still
 /// runs a few instructions of this module (the rest of the `Arc` drop:
-/// `kfree`, then the return through `cm_rem_ref`, `iw_destroy_cm_id` or
-/// the delivery work's `run`).  A concurrent `rmmod` that sees the count
+/// `kfree`, then the return through `cm_rem_ref` or `iw_destroy_cm_id`;
+/// not the delivery work's `run`: module exit's `destroy_workqueue`
+/// waits for a running work item).  A concurrent `rmmod` that sees the count
 /// at 0 in that window runs the module exit and then `synchronize_rcu()`
 /// before the module's memory is freed; the window is therefore only
 /// open if that thread is preempted (or interrupted) for longer than a
@@ -652,7 +653,13 @@ impl CmId {
             match state::step(g.state, Input::Destroy) {
                 Outcome::Go { next, actions } => {
                     g.state = next;
-                    let qp = g.qp.take();
+                    // Every Destroy from a state that may hold the QP
+                    // says RELEASE_QP (state.rs, checked by the host tests).
+                    let qp = if actions.contains(Actions::RELEASE_QP) {
+                        g.qp.take()
+                    } else {
+                        None
+                    };
                     // Dropped unprocessed, as iwcm.c's DROP_EVENTS: handled.
                     // The slots go here, in process context: the last
                     // reference may be dropped by the provider in atomic
@@ -692,14 +699,20 @@ impl CmId {
         drop(dropped);
         // Outside any lock, after the QP state change.
         drop(qp);
+        if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
+            self.waiters.notify_all();
+        }
+
+        {
+            let mut g = self.inner.lock();
+            while g.delivering != 0 && g.delivering != me {
+                self.waiters.wait(&mut g);
+            }
+        }
+        // After the in-flight delivery, which may still write the mapped
+        // addresses of a CONNECT_REPLY (delivery.rs).
         if actions.contains(Actions::UNMAP) {
             self.unmap_ports();
-        }
-        self.waiters.notify_all();
-
-        let mut g = self.inner.lock();
-        while g.delivering != 0 && g.delivering != me {
-            self.waiters.wait(&mut g);
         }
     }
 

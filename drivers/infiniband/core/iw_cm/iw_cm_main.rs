@@ -221,8 +221,9 @@ impl kernel::Module for IwCmModule {
 impl Drop for IwCmModule {
     fn drop(&mut self) {
         // Every cm_id holds a reference on this module, so none is left
-        // here (unless the unload was forced: then warn, and leak them).
-        // The fields' drops then undo the registrations.
+        // here, unless the unload was forced (rmmod -f): then warn.  The
+        // fields' drops undo the registrations either way; a cm_id left
+        // behind would then call into freed code.
         let live = cm_id::LIVE.load(core::sync::atomic::Ordering::Relaxed);
         if live != 0 {
             pr_err!(

@@ -12,6 +12,7 @@
 
 use crate::bindings;
 use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
+use crate::rdma::iw_provider::IwDevice;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -22,17 +23,10 @@ static QUIET: AtomicBool = AtomicBool::new(false);
 
 /// The log level of a provider fault on `dev` when the suite expects it
 /// there (a device of its fake provider); `None` (a warning) for every
-/// other device, and for a fault without a cm_id.  Any context.
-pub(crate) fn expected_fault_log(dev: *const bindings::ib_device) -> Option<FaultLog> {
+/// other device.  Any context.
+pub(crate) fn expected_fault_log(dev: &IwDevice) -> Option<FaultLog> {
     let expected = EXPECTED_CONNECT_OP.load(Ordering::Acquire);
-    if dev.is_null() || expected == 0 {
-        return None;
-    }
-    // SAFETY: `dev` is the device of a live cm_id (`IwDevice`), registered
-    // for as long as the cm_id exists; `ops` is read-only after
-    // registration.
-    let op = unsafe { (*dev).ops.iw_connect };
-    if op.map(|f| f as usize) != Some(expected) {
+    if expected == 0 || dev.connect_op() != expected {
         return None;
     }
     Some(if QUIET.load(Ordering::Relaxed) {

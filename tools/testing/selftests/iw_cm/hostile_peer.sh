@@ -50,7 +50,11 @@ for c in $SERVER_CASES; do
 done
 UP_CLIENT_CASES=$CLIENT_CASES
 if [ "${IWCM_QUICK:-0}" = 1 ]; then
-	UP_SERVER_CASES=${IWCM_HOSTILE_QUICK_SERVER_CASES:-"garbage overlong_pd_len reject_pdata"}
+	UP_SERVER_CASES=
+	for c in ${IWCM_HOSTILE_QUICK_SERVER_CASES:-garbage overlong_pd_len reject_pdata}; do
+		case " $SIW_CRASHERS " in *" $c "*) continue ;; esac
+		UP_SERVER_CASES+=" $c"
+	done
 	UP_CLIENT_CASES=${IWCM_HOSTILE_QUICK_CLIENT_CASES:-"garbage long_pdata"}
 fi
 n_srv=$(wc -w <<<"$SERVER_CASES")

@@ -13,6 +13,9 @@
 #     kill may fail: their set-up lost its port mapper);
 #   - no "Invalid sockaddr family" line: a failure with ours, an XFAIL
 #     (known C behaviour) with the C iw_cm.
+# The race is probabilistic: a run where no connect lost it passes with
+# both iw_cms (the C iw_cm showed no such line in the runs so far); the
+# deterministic part is the family check in cm_id/portmap.rs.
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=${IWCM_IWPMD_ROUNDS:-6}
@@ -55,12 +58,13 @@ for r in $(seq "$ROUNDS"); do
 		# connect passes iw_cm's pid check while another's failed send
 		# to the dead iwpmd resets the pid (iwpm_msg.c), and then gets
 		# 0 from the port mapper with nothing filled in.
-		iwcm_spawn bsrv "$IWCM_TMP/burst-s.log" ucmatose -b "$IWCM_ADDR" -c 20 -p 7899
+		iwcm_spawn bsrv "$IWCM_TMP/burst-s.log" ucmatose -b "$IWCM_ADDR" -c 20 -p 7950
 		sleep 1
-		iwcm_spawn bcli "$IWCM_TMP/burst-c.log" ucmatose -s "$IWCM_ADDR" -c 20 -p 7899
+		iwcm_spawn bcli "$IWCM_TMP/burst-c.log" ucmatose -s "$IWCM_ADDR" -c 20 -p 7950
 		( sleep 0.$((RANDOM % 9 + 1)); kill -9 "$IWPMD" 2>/dev/null ) &
+		killer=$!
 		pair "$r" || racing=$((racing + 1))
-		wait "$!"
+		wait "$killer"
 		iwcm_wait "$bcli" 60 >/dev/null || racing=$((racing + 1))
 		iwcm_wait "$bsrv" 30 >/dev/null || true
 		iwcm_log "round $r: iwpmd killed during the pairs and a 20-connection burst ($racing failed: tolerated)"

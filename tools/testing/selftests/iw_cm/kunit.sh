@@ -26,8 +26,13 @@ fi
 
 # iw_cm.ko alone: loaded fresh, it must print nothing (the kernel's own
 # one-time "loading out-of-tree module taints kernel" aside), register
-# no KUnit suite and depend on nothing of KUnit's.
+# no KUnit suite and depend on nothing of KUnit's (the depends check
+# matters on a CONFIG_KUNIT=m kernel; with =y there is no kunit module).
 [ -d /sys/module/iw_cm ] && rmmod rdma_ucm rdma_cm iw_cm 2>/dev/null
+if [ -d /sys/module/iw_cm ]; then
+	ktap_test_fail "iw_cm.ko alone: cannot unload the iw_cm already loaded for a fresh insmod"
+	ktap_finished
+fi
 mark=$(dmesg | wc -l)
 load_iw_cm || iwcm_skip_all "kunit: cannot load the Rust iw_cm"
 sleep 1
@@ -46,7 +51,7 @@ if ! insmod "$IWCM_KUNIT_KO" $IWCM_KUNIT_PARAMS; then
 	ktap_test_fail "insmod $IWCM_KUNIT_KO $IWCM_KUNIT_PARAMS"
 	ktap_finished
 fi
-[ -r "$RES" ] || iwcm_skip_all "kunit: no $RES (CONFIG_KUNIT_DEBUGFS off?)"
+[ -r "$RES" ] || { rmmod iw_cm_kunit; iwcm_skip_all "kunit: no $RES (CONFIG_KUNIT_DEBUGFS off?)"; }
 
 while IFS= read -r l; do ktap_print_msg "$l"; done < "$RES"
 total=$(grep -cE "^ +(not )?ok [0-9]+ " "$RES")

@@ -15,7 +15,7 @@
 #     non-zero (every cm_id pins the module);
 #   - rmmod iw_cm is retried every 20 ms until siw's timeout drops the
 #     last reference and the unload goes through; it must succeed with
-#     no Oops or other splat, and the count must be 0 just before.
+#     no Oops or other splat (the last count read before it is logged).
 # The stack is loaded again after each round; an rping at the end shows a
 # clean reload.
 #
@@ -66,8 +66,12 @@ round() {
 	fi
 	n=$(iwcm_cm_ids)
 	iwcm_log "round $r: rdma_cm gone $(__iwcm_elapsed "$t0") s after the MPA request, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
-	# The pin: refused while a cm_id lives.
-	if [ "${n:-0}" -gt 0 ]; then
+	# The pin: refused while a cm_id lives, with rdma_cm gone (its symbol
+	# dependency would refuse the unload for another reason) and the
+	# module's reference count equal to the live cm_ids.
+	if in_lsmod rdma_cm || [ "$(refcnt)" != "${n:-0}" ]; then
+		iwcm_log "round $r: rdma_cm still loaded or refcnt $(refcnt) != cm_ids ${n:-0}"
+	elif [ "${n:-0}" -gt 0 ]; then
 		before=$n
 		if rmmod iw_cm 2>"$IWCM_TMP/rmmod-$r.log"; then
 			iwcm_log "round $r: rmmod iw_cm went through with $n cm_id(s) live"

@@ -31,11 +31,7 @@ impl CmId {
             };
             let Some(input) = ev.input() else {
                 drop(g);
-                provider_fault!(
-                    self.dev.as_raw(),
-                    "unknown provider event {}\n",
-                    ev.raw.event
-                );
+                provider_fault!(Some(&self.dev), "unknown provider event {}\n", ev.raw.event);
                 self.inner.lock().handled += 1;
                 continue;
             };
@@ -59,7 +55,7 @@ impl CmId {
                         self.waiters.notify_all();
                     }
                     provider_fault!(
-                        self.dev.as_raw(),
+                        Some(&self.dev),
                         "provider event {:?} in state {:?} dropped\n",
                         input,
                         from

@@ -57,7 +57,7 @@ pub(super) fn report_event_faults(
             )
         };
     }
-    match fault_log(this.dev.as_raw()) {
+    match fault_log(Some(&this.dev)) {
         FaultLog::Info => say!(pr_info),
         FaultLog::Silent => {}
         FaultLog::Warn => {
@@ -177,7 +177,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(
     event: *mut bindings::iw_cm_event,
 ) -> i32 {
     if raw.is_null() || event.is_null() {
-        provider_fault!(core::ptr::null(), "event upcall with a null pointer\n");
+        provider_fault!(None, "event upcall with a null pointer\n");
         return EINVAL.to_errno();
     }
     // SAFETY: the provider holds a reference on the cm_id (add_ref).
@@ -213,7 +213,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(
         // Slots are reserved by listen, connect and accept: a cm_id
         // without any never gave the provider a reason to call it.
         provider_fault!(
-            this.dev.as_raw(),
+            Some(&this.dev),
             "provider event {} on a cm_id that is not connecting, accepting or listening\n",
             src.event
         );
@@ -235,7 +235,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(
 /// `raw` is a live cm_id of this module (the caller holds a reference).
 pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
     if raw.is_null() {
-        provider_fault!(core::ptr::null(), "add_ref on a null cm_id\n");
+        provider_fault!(None, "add_ref on a null cm_id\n");
         return;
     }
     // SAFETY: guaranteed by the caller.
@@ -257,7 +257,7 @@ pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
 /// caught while another reference keeps the cm_id alive).
 pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
     if raw.is_null() {
-        provider_fault!(core::ptr::null(), "rem_ref on a null cm_id\n");
+        provider_fault!(None, "rem_ref on a null cm_id\n");
         return;
     }
     // The count below is a best-effort guard against a provider that breaks
@@ -270,7 +270,7 @@ pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     if dec.is_err() {
         provider_fault!(
-            b.dev.as_raw(),
+            Some(&b.dev),
             "rem_ref without a matching add_ref: ignored\n"
         );
         return;
