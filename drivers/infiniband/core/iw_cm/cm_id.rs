@@ -153,6 +153,19 @@ struct Inner {
     handled: usize,
 }
 
+impl Inner {
+    /// iw_cm's QP reference when `actions` say RELEASE_QP, to be dropped
+    /// by the caller after the unlock (the provider's `rem_ref` may wake a
+    /// `destroy_qp` waiter).
+    fn take_qp(&mut self, actions: Actions) -> Option<QpRef> {
+        if actions.contains(Actions::RELEASE_QP) {
+            self.qp.take()
+        } else {
+            None
+        }
+    }
+}
+
 /// An iWARP cm_id.  The C-visible `struct iw_cm_id` is embedded at a stable
 /// address (`raw`); the ULP and the provider only ever see that pointer.
 ///
@@ -519,11 +532,7 @@ impl CmId {
             match state::step(g.state, input) {
                 Outcome::Go { next, actions } => {
                     g.state = next;
-                    if actions.contains(Actions::RELEASE_QP) {
-                        g.qp.take()
-                    } else {
-                        None
-                    }
+                    g.take_qp(actions)
                 }
                 _ => None,
             }
@@ -655,11 +664,7 @@ impl CmId {
                     g.state = next;
                     // Every Destroy from a state that may hold the QP
                     // says RELEASE_QP (state.rs, checked by the host tests).
-                    let qp = if actions.contains(Actions::RELEASE_QP) {
-                        g.qp.take()
-                    } else {
-                        None
-                    };
+                    let qp = g.take_qp(actions);
                     // Dropped unprocessed, as iwcm.c's DROP_EVENTS: handled.
                     // The slots go here, in process context: the last
                     // reference may be dropped by the provider in atomic

@@ -44,11 +44,7 @@ impl CmId {
                 Outcome::ProviderFault { next, actions } => {
                     let from = g.state;
                     g.state = next;
-                    let qp = if actions.contains(Actions::RELEASE_QP) {
-                        g.qp.take()
-                    } else {
-                        None
-                    };
+                    let qp = g.take_qp(actions);
                     drop(g);
                     drop(qp);
                     if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
@@ -75,11 +71,7 @@ impl CmId {
             };
             g.state = next;
             g.delivering = me;
-            let qp = if actions.contains(Actions::RELEASE_QP) {
-                g.qp.take()
-            } else {
-                None
-            };
+            let qp = g.take_qp(actions);
             drop(g);
             // The QP reference goes before the ULP hears CLOSE or a failed
             // CONNECT_REPLY: the ULP destroys its QP next, and
