@@ -16,8 +16,9 @@
 #   7. the iw_cm selftests in the VM with the stock C iw_cm (CI: the
 #      IWCM_CHECK_C_TESTS subset), then all of them with ours (only when
 #      drivers/infiniband/core/iw_cm/iw_cm.ko exists), the KUnit suite,
-#      nvme-rdma unplug, fault storm and the sample ULP's in-handler
-#      removal in boots of their own, and a short siw unplug soak
+#      nvme-rdma unplug, fault storm, the sample ULP's in-handler
+#      removal and the hostile MPA peers against upstream siw in boots of
+#      their own, and a short siw unplug soak
 # Every boot runs the one test kernel: KASAN, lockdep, kmemleak, DEBUG_LIST,
 # hung-task detector (tools/kernel/config.fragment).
 #
@@ -25,7 +26,7 @@
 # iw_cm suite, the nvme-rdma unplug with the C iw_cm, and the nvme-rdma
 # hot-unplug stress (tools/stress/run-stress.sh, 20 cycles), and runs
 # every selftest in full: `make check` exports IWCM_QUICK=1, with which
-# hostile_peer runs the upstream-siw part with the inputs of issue 10 only
+# hostile_peer_upstream runs with the inputs of issue 10 only
 # (each test that trims says so in its output).
 # The last lines are the per-part times and "N passed, N failed, N skipped";
 # the exit status is 0 only when nothing failed and at least one VM suite ran.
@@ -81,7 +82,7 @@ part() {	# part NAME: the time since the last part() goes to the previous part
 stamp=$(date +%Y%m%d-%H%M%S)
 export IWCM_RESULTS_DIR=${IWCM_RESULTS_DIR:-$top/results/check-$stamp}
 mkdir -p "$IWCM_RESULTS_DIR"
-suite_timeout=${IWCM_CHECK_SUITE_TIMEOUT:-2400}
+suite_timeout=${IWCM_CHECK_SUITE_TIMEOUT:-3600}
 
 say() { printf '%s\n' "check: $*"; }
 record() {	# record pass|fail|skip WHAT
@@ -341,6 +342,11 @@ if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 		suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
 	part "sample ULP in-handler removal (rust)"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
+	# Hostile MPA peers against upstream siw (issue 10: ours survives
+	# what oopses the C iw_cm): a boot of its own, since upstream siw's
+	# BH-unsafe sk_callback_lock primes lockdep against later tests.
+	part "hostile peers, upstream siw (rust)"
+	suite rust hostile-upstream-rust "hostile_peer_upstream.sh"
 
 	# The siw unplug soak (tools/stress/siw-soak.sh), short: rping,
 	# ucmatose and the sample ULP connected, rdma link delete under

@@ -1,7 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# Hostile MPA peers, both directions (mpa_peer.py, plain TCP):
+# Hostile MPA peers, both directions (mpa_peer.py, plain TCP; the cases
+# and their expected outcomes are in hostile_lib.sh), with the test siw
+# (tools/testing/siw/, whose 0004 makes siw hand over private data only
+# when it received it):
 #
 #   client side   an rdma_cm client (rping -c) connects to a TCP server that
 #                 answers its MPA request with a fault: garbage, a private
@@ -14,223 +17,26 @@
 #                 provider's status to (REJECTED for a reset or a reject,
 #                 UNREACHABLE for the timeout, CONNECT_ERROR for a protocol
 #                 error), or connect and then see the connection end, and
-#                 must exit.
+#                 must exit.  rdma_client (issue 10's reproducer) too.
 #   listener side a persistent rdma_cm listener (rping -s -P) gets the same
 #                 kinds of malformed MPA requests, then a well-behaved rping
 #                 client, which must connect and ping.
 #
-# Each part ends with the leak checks (no rdma_cm id left, the iw_cm cm_id
-# count back to its baseline) and the splat check.  It runs with the test
-# siw (tools/testing/siw/, whose 0004 makes siw hand over private data
-# only when it received it) and, with the Rust iw_cm, once more with the
-# unpatched upstream siw: the first client case is the input that oopses
-# the C iw_cm through upstream siw (NULL + 4 private data), so the C iw_cm
-# runs the upstream-siw part as SKIP.  Two server cases crash upstream siw
-# itself (a NULL or short MPA v2 control read in siw_proc_mpareply, not
-# iw_cm) and run only with the test siw.
+# Ends with the leak checks (no rdma_cm id left, the iw_cm cm_id count
+# back to its baseline) and the splat check.  The same cases against the
+# unpatched upstream siw are hostile_peer_upstream.sh, in a boot of its own.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/hostile_lib.sh"
 
-PEER=$(dirname "$0")/mpa_peer.py
-# IWCM_HOSTILE_SERVER_CASES / IWCM_HOSTILE_CLIENT_CASES select cases (for
-# a manual run: e.g. the C iw_cm, IWCM_SIW=stock and only "garbage" shows
-# the oops this test guards against).
-SERVER_CASES=${IWCM_HOSTILE_SERVER_CASES:-"garbage overlong_pd_len reject reject_pdata wrong_key bad_revision truncated truncated_pdata reply_then_rst huge_ird_ord silence enhanced_no_pdata enhanced_short_pdata"}
-# Cases that crash upstream siw itself (siw_proc_mpareply reads the MPA v2
-# control through a NULL or too short buffer); fixed by tools/testing/siw/0004.
-SIW_CRASHERS="enhanced_no_pdata enhanced_short_pdata"
-CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage overlong_pd_len wrong_key bad_revision markers enhanced_short_pdata truncated truncated_hold truncated_pdata request_then_rst long_pdata huge_ird_ord"}
-# The upstream-siw part: every case but SIW_CRASHERS.  IWCM_QUICK=1 (make
-# check; make check-all runs all) keeps the inputs of issue 10 there: the
-# garbage reply (NULL + 4 private data), a length beyond the MPA limit and
-# a reject with private data; the listener's garbage and long requests.
-UP_SERVER_CASES=
-for c in $SERVER_CASES; do
-	case " $SIW_CRASHERS " in *" $c "*) continue ;; esac
-	UP_SERVER_CASES+=" $c"
-done
-UP_CLIENT_CASES=$CLIENT_CASES
-if [ "${IWCM_QUICK:-0}" = 1 ]; then
-	UP_SERVER_CASES=
-	for c in ${IWCM_HOSTILE_QUICK_SERVER_CASES:-garbage overlong_pd_len reject_pdata}; do
-		case " $SIW_CRASHERS " in *" $c "*) continue ;; esac
-		UP_SERVER_CASES+=" $c"
-	done
-	UP_CLIENT_CASES=${IWCM_HOSTILE_QUICK_CLIENT_CASES:-"garbage long_pdata"}
-fi
-n_srv=$(wc -w <<<"$SERVER_CASES")
-n_cli=$(wc -w <<<"$CLIENT_CASES")
-n_up_srv=$(wc -w <<<"$UP_SERVER_CASES")
-n_up_cli=$(wc -w <<<"$UP_CLIENT_CASES")
-# Part 1 (test siw): setup + cases + well-behaved client + 3 checks.
-# Part 2 (upstream siw): setup + cases + well-behaved client (+ the 3 of
-# iwcm_finish, counted by lib.sh).
-iwcm_init hostile_peer $((1 + n_srv + 1 + n_cli + 1 + 3 + 1 + n_up_srv + 1 + n_up_cli + 1)) rping rdma_client python3
+# setup + server cases + rdma_client + listener cases + well-behaved client
+iwcm_init hostile_peer $((1 + n_srv + 1 + n_cli + 1)) rping rdma_client python3
 iwcm_setup_or_bail
+[ "$IWCM_IMPL" = rust ] ||
+	iwcm_log "C iw_cm: these cases run with the test siw only; against upstream siw the garbage reply oopses the C iw_cm in cm_event_handler (NULL + 4 private data), so hostile_peer_upstream.sh is SKIP with it"
 
-# What the rdma_cm client must see per server case.  rdma_cm (cma.c
-# cma_iw_handler) maps CONNECT_REPLY -ECONNRESET/-ECONNREFUSED to REJECTED,
-# -ETIMEDOUT to UNREACHABLE and any other error to CONNECT_ERROR; siw
-# reports a reply it cannot parse as -EINVAL, a reject flag or a dropped
-# connection as -ECONNRESET, the MPA timeout (10 s) as -ETIMEDOUT.  "any":
-# the reply is valid, the client may connect, then sees the peer go.
-expect_of() {
-	case $1 in
-	garbage|overlong_pd_len|wrong_key|bad_revision|enhanced_no_pdata|enhanced_short_pdata)
-		echo "RDMA_CM_EVENT_CONNECT_ERROR, error -22" ;;
-	reject|reject_pdata|truncated|truncated_pdata)
-		echo "RDMA_CM_EVENT_REJECTED, error -104" ;;
-	silence)
-		echo "RDMA_CM_EVENT_UNREACHABLE, error -110" ;;
-	*)	echo any ;;
-	esac
-}
-
-PORT_SRV=7710
-PORT_LSN=7720
-
-# client_case CASE SIW: rping -c against mpa_peer.py server CASE.
-client_case() {
-	local c=$1 siw=$2 peer crc want got t0 ok=1
-	local plog=$IWCM_TMP/srv-$c-$siw.log clog=$IWCM_TMP/cli-$c-$siw.log
-	PORT_SRV=$((PORT_SRV + 1))
-	t0=$(__iwcm_now)
-	want=$(expect_of "$c")
-	iwcm_spawn peer "$plog" python3 "$PEER" server "$c" "$IWCM_ADDR" $PORT_SRV --timeout 30
-	if ! iwcm_wait_for 10 iwcm_log_has "$plog" "listening on"; then
-		iwcm_log "mpa_peer.py server $c did not start"
-		ok=0
-	else
-		timeout -k 5 45 rping -c -a "$IWCM_ADDR" -p $PORT_SRV -C 1 -v >"$clog" 2>&1
-		crc=$?
-		iwcm_wait "$peer" 20 >/dev/null
-		got=$(grep -oE "RDMA_CM_EVENT_[A-Z_]+, error -?[0-9]+" "$clog" | head -n1)
-		[ -n "$got" ] || got="no error event"
-		grep -q "^ping data" "$clog" && got="$got (pinged)"
-		iwcm_log "server case $c ($siw siw): rping exit $crc, $got, $(__iwcm_elapsed "$t0") s"
-		# rping must end by itself (124: the timeout killed it).
-		[ "$crc" -ne 124 ] && [ "$crc" -ne 137 ] || ok=0
-		if [ "$want" != any ]; then
-			[ "$got" = "$want" ] || ok=0
-			[ "$crc" -ne 0 ] || ok=0
-		fi
-	fi
-	if [ $ok -eq 1 ]; then
-		ktap_test_pass "hostile MPA server, $c ($siw siw): client got ${got}${want:+ (expected $want)}"
-	else
-		iwcm_show_log "$plog"
-		iwcm_show_log "$clog"
-		ktap_test_fail "hostile MPA server, $c ($siw siw): client got ${got:-nothing} (expected $want)"
-	fi
-	iwcm_stop_all
-}
-
-# rdma_client_case SIW: the issue's own reproducer, rdma_client (rdma-core's
-# librdmacm example), against the garbage server: rdma_connect() must fail,
-# and the client must exit.
-rdma_client_case() {
-	local siw=$1 peer crc ok=1
-	local plog=$IWCM_TMP/srv-rdma_client-$siw.log clog=$IWCM_TMP/rdma_client-$siw.log
-	PORT_SRV=$((PORT_SRV + 1))
-	iwcm_spawn peer "$plog" python3 "$PEER" server garbage "$IWCM_ADDR" $PORT_SRV --timeout 30
-	if ! iwcm_wait_for 10 iwcm_log_has "$plog" "listening on"; then
-		ok=0
-	else
-		timeout -k 5 45 rdma_client -s "$IWCM_ADDR" -p $PORT_SRV >"$clog" 2>&1
-		crc=$?
-		iwcm_log "rdma_client against the garbage server ($siw siw): exit $crc: $(grep -iE 'rdma_connect|error|fail' "$clog" | head -n1)"
-		[ "$crc" -ne 0 ] && [ "$crc" -ne 124 ] && [ "$crc" -ne 137 ] || ok=0
-		iwcm_wait "$peer" 20 >/dev/null
-	fi
-	if [ $ok -eq 1 ]; then
-		ktap_test_pass "rdma_client against a garbage MPA reply ($siw siw): connect fails, client exits (exit $crc)"
-	else
-		iwcm_show_log "$plog"
-		iwcm_show_log "$clog"
-		ktap_test_fail "rdma_client against a garbage MPA reply ($siw siw): connect fails, client exits"
-	fi
-	iwcm_stop_all
-}
-
-# listener_cases SIW CASES: mpa_peer.py client CASE against rping -s -P,
-# one result per case (the listener must still be there), then a
-# well-behaved rping client must connect.
-listener_cases() {
-	local siw=$1 cases=$2 srv c plog prc crc ok
-	local slog=$IWCM_TMP/lsn-$siw.log clog=$IWCM_TMP/lsn-good-$siw.log
-	PORT_LSN=$((PORT_LSN + 1))
-	iwcm_spawn srv "$slog" rping -s -P -a "$IWCM_ADDR" -p $PORT_LSN
-	if ! iwcm_wait_listen $PORT_LSN; then
-		iwcm_log "rping -s -P did not listen on $PORT_LSN"
-	fi
-	for c in $cases; do
-		plog=$IWCM_TMP/cli-$c-$siw.log
-		timeout -k 5 30 python3 "$PEER" client "$c" "$IWCM_ADDR" $PORT_LSN --timeout 15 >"$plog" 2>&1
-		prc=$?
-		iwcm_log "client case $c ($siw siw): peer exit $prc: $(grep -E 'frame:|rejected|header' "$plog" | tail -n1)"
-		if [ $prc -eq 0 ] && ! iwcm_exited "$srv" && iwcm_wait_listen $PORT_LSN 10; then
-			ktap_test_pass "hostile MPA client, $c ($siw siw): listener still serving"
-		else
-			iwcm_show_log "$plog"
-			iwcm_show_log "$slog"
-			ktap_test_fail "hostile MPA client, $c ($siw siw): listener still serving (peer exit $prc)"
-		fi
-	done
-	ok=1
-	timeout -k 5 60 rping -c -a "$IWCM_ADDR" -p $PORT_LSN -C 5 -v >"$clog" 2>&1
-	crc=$?
-	[ $crc -eq 0 ] && [ "$(grep -c '^ping data' "$clog")" -eq 5 ] || ok=0
-	if [ $ok -eq 1 ]; then
-		ktap_test_pass "after the hostile clients, a well-behaved client connects and pings ($siw siw)"
-	else
-		iwcm_show_log "$clog"
-		iwcm_show_log "$slog"
-		ktap_test_fail "after the hostile clients, a well-behaved client connects and pings ($siw siw, exit $crc)"
-	fi
-	iwcm_stop_all
-}
-
-# ---- part 1: the test siw (patched, as every other test uses) -----------
 for c in $SERVER_CASES; do
 	client_case "$c" test
 done
 rdma_client_case test
 listener_cases test "$CLIENT_CASES"
-iwcm_check_no_leak
-splats=$(iwcm_new_splats)
-if [ -z "$splats" ]; then
-	ktap_test_pass "test siw part: no kernel splat"
-else
-	printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
-	ktap_test_fail "test siw part: no kernel splat"
-fi
-
-# ---- part 2: upstream siw ------------------------------------------------
-n2=$((1 + n_up_srv + 1 + n_up_cli + 1))
-if [ "$IWCM_IMPL" != rust ]; then
-	for _ in $(seq "$n2"); do
-		ktap_test_skip "upstream siw with the C iw_cm: the malformed MPA reply (garbage) oopses the kernel in cm_event_handler (NULL + 4 private data), so the C suite runs hostile peers with the test siw only"
-	done
-	iwcm_finish
-fi
-
-restore_test_siw() {
-	# The next test expects the test siw: put it back (the link is gone).
-	rmmod siw 2>/dev/null
-	IWCM_SIW=patched load_siw >/dev/null 2>&1
-}
-iwcm_teardown
-trap restore_test_siw EXIT
-if rmmod siw && IWCM_SIW=stock && iwcm_setup; then
-	ktap_test_pass "setup with upstream siw ($(modinfo -F filename siw))"
-	[ "${IWCM_QUICK:-0}" != 1 ] ||
-		iwcm_log "IWCM_QUICK=1: upstream siw runs $n_up_srv server and $n_up_cli client cases of $((n_srv - $(wc -w <<<"$SIW_CRASHERS"))) and $n_cli (make check-all runs all)"
-	for c in $UP_SERVER_CASES; do
-		client_case "$c" upstream
-	done
-	rdma_client_case upstream
-	listener_cases upstream "$UP_CLIENT_CASES"
-else
-	ktap_test_fail "setup with upstream siw"
-	IWCM_SETUP_DONE=0
-fi
 iwcm_finish
