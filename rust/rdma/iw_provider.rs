@@ -137,7 +137,7 @@ impl IwDevice {
     pub(crate) unsafe fn connect(
         &self,
         cm_id: *mut bindings::iw_cm_id,
-        param: *mut bindings::iw_cm_conn_param,
+        param: *mut ConnParam,
     ) -> Result {
         let f = self.ops().iw_connect.ok_or_else(missing_op)?;
         // SAFETY: guaranteed by the caller.
@@ -152,7 +152,7 @@ impl IwDevice {
     pub(crate) unsafe fn accept(
         &self,
         cm_id: *mut bindings::iw_cm_id,
-        param: *mut bindings::iw_cm_conn_param,
+        param: *mut ConnParam,
     ) -> Result {
         let f = self.ops().iw_accept.ok_or_else(missing_op)?;
         // SAFETY: guaranteed by the caller.
@@ -273,6 +273,55 @@ impl QpRef {
     pub(crate) fn modify_to_sqd(&self) -> Result {
         self.modify_state(bindings::ib_qp_state_IB_QPS_SQD)
     }
+}
+
+/// The C `struct iw_cm_conn_param` of `iw_cm_connect`/`iw_cm_accept`,
+/// passed through to the provider.
+pub(crate) type ConnParam = bindings::iw_cm_conn_param;
+
+/// `qpn` of a connection's parameters: the QP the ULP connects or accepts.
+///
+/// # Safety
+///
+/// `param` is valid for reads.
+pub(crate) unsafe fn conn_param_qpn(param: *const ConnParam) -> u32 {
+    // SAFETY: guaranteed by the caller.
+    unsafe { (*param).qpn }
+}
+
+/// The C `struct ib_qp_attr` of `iw_cm_init_qp_attr`.
+pub(crate) type QpAttr = bindings::ib_qp_attr;
+
+/// Which answer `iw_cm_init_qp_attr` gives for a QP's target state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpAttrTarget {
+    /// INIT or RTR: the QP state and iWARP's remote access flags.
+    InitOrRtr,
+    /// RTS: nothing to set.
+    Rts,
+    /// Any other state: iw_cm has no attributes for it (-EINVAL).
+    Other,
+}
+
+/// The target state `attr.qp_state` the ULP asks attributes for.
+pub(crate) fn qp_attr_target(attr: &QpAttr) -> QpAttrTarget {
+    match attr.qp_state {
+        bindings::ib_qp_state_IB_QPS_INIT | bindings::ib_qp_state_IB_QPS_RTR => {
+            QpAttrTarget::InitOrRtr
+        }
+        bindings::ib_qp_state_IB_QPS_RTS => QpAttrTarget::Rts,
+        _ => QpAttrTarget::Other,
+    }
+}
+
+/// Fills in what an iWARP QP gets on its way to INIT or RTR (iwcm.c
+/// `iwcm_init_qp_init_attr`): remote write and read access, and the mask
+/// that selects the state and the access flags.
+pub(crate) fn set_init_qp_attr(attr: &mut QpAttr, mask: &mut i32) {
+    *mask = (bindings::ib_qp_attr_mask_IB_QP_STATE | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+        as i32;
+    attr.qp_access_flags = (bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+        | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ) as i32;
 }
 
 impl Drop for QpRef {

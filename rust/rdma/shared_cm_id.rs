@@ -23,9 +23,14 @@
 //! through a `&mut iw_cm_id`.
 
 use crate::bindings;
+use crate::rdma::cm_event::{CmEvent, CmHandler};
 use crate::rdma::iwpm::SockAddr;
 use core::ffi::c_void;
 use kernel::types::Opaque;
+
+/// The C `struct iw_cm_id`, for the entry points that get it by pointer
+/// (the ULP's calls, the provider's upcalls) and turn it into a cm_id.
+pub(crate) type RawCmId = bindings::iw_cm_id;
 
 /// A `struct iw_cm_id` embedded in a cm_id of this module, at a stable
 /// address (the ULP and the provider only ever see that pointer).
@@ -47,7 +52,7 @@ impl SharedCmId {
     /// A cm_id of `device` for the ULP's `cm_handler` and `context`.
     pub(crate) fn new(
         device: *mut bindings::ib_device,
-        cm_handler: bindings::iw_cm_handler,
+        cm_handler: CmHandler,
         context: *mut c_void,
         cb: Callbacks,
     ) -> Self {
@@ -68,11 +73,28 @@ impl SharedCmId {
     }
 
     /// The ULP's handler and context (set at creation, never changed).
-    pub(crate) fn handler_context(&self) -> (bindings::iw_cm_handler, *mut c_void) {
+    pub(crate) fn handler_context(&self) -> (CmHandler, *mut c_void) {
         let p = self.as_ptr();
         // SAFETY: `p` is valid (type invariant); these fields are written
         // only at creation.
         unsafe { ((*p).cm_handler, (*p).context) }
+    }
+
+    /// Calls the ULP's handler (`cm_handler`, set at creation) with this
+    /// cm_id and `ev`; its return value (non-zero: the ULP wants the cm_id
+    /// destroyed).  0 when the cm_id has no handler (a cm_id iw_cm made for
+    /// itself).  May sleep: the handler runs in process context, and may
+    /// destroy this or other cm_ids (the caller keeps this one's memory
+    /// alive for the call).
+    pub(crate) fn call_handler(&self, ev: &mut CmEvent) -> i32 {
+        let (handler, _) = self.handler_context();
+        match handler {
+            // SAFETY: the ULP's handler takes a live cm_id of its own and a
+            // valid event: `self` is borrowed, so the cm_id's memory lives
+            // through the call, and `ev` is a valid event borrowed for it.
+            Some(h) => unsafe { h(self.as_ptr(), ev.as_mut_ptr()) },
+            None => 0,
+        }
     }
 
     /// `local_addr` and `remote_addr`.

@@ -44,10 +44,13 @@
 //! one cm_id's `inner` is held at a time (a listener and its child are
 //! locked one after the other).  `CmId::waiters` waits on `inner`.
 
-use crate::bindings;
 use crate::event_check::{self, Faults, Kind, Verdict};
-use crate::rdma::iw_provider::{IwDevice, QpRef};
-use crate::rdma::shared_cm_id::{Callbacks, SharedCmId};
+use crate::rdma::cm_event::{CmEvent, CmHandler, EventType, RawCmEvent};
+use crate::rdma::iw_provider::{
+    conn_param_qpn, qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget,
+    QpRef,
+};
+use crate::rdma::shared_cm_id::{Callbacks, RawCmId, SharedCmId};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
@@ -279,7 +282,7 @@ impl CmId {
     /// Allocates a cm_id in state Idle.  May sleep (GFP_KERNEL).
     pub(crate) fn new(
         dev: IwDevice,
-        cm_handler: bindings::iw_cm_handler,
+        cm_handler: CmHandler,
         context: *mut c_void,
     ) -> Result<Arc<CmId>> {
         if !dev.is_iwarp() {
@@ -322,12 +325,12 @@ impl CmId {
     }
 
     /// The C-visible `struct iw_cm_id`.
-    pub(crate) fn raw(&self) -> *mut bindings::iw_cm_id {
+    pub(crate) fn raw(&self) -> *mut RawCmId {
         self.raw.as_ptr()
     }
 
     /// Hands the ULP's reference out as the C pointer.
-    pub(crate) fn into_ulp(this: Arc<CmId>) -> *mut bindings::iw_cm_id {
+    pub(crate) fn into_ulp(this: Arc<CmId>) -> *mut RawCmId {
         let raw = this.raw();
         let _ = Arc::into_raw(this);
         raw
@@ -339,7 +342,7 @@ impl CmId {
     ///
     /// `raw` points to the `raw` field of a `CmId` (every `iw_cm_id` this
     /// module hands out is one); it need not be live for the arithmetic.
-    unsafe fn container_of(raw: *mut bindings::iw_cm_id) -> *const CmId {
+    unsafe fn container_of(raw: *mut RawCmId) -> *const CmId {
         // `SharedCmId` is `repr(transparent)` over `Opaque<iw_cm_id>`, which
         // is `repr(transparent)` over `iw_cm_id`.
         let field = raw.cast::<SharedCmId>();
@@ -355,7 +358,7 @@ impl CmId {
     ///
     /// `raw` was handed out by this module and a reference on its cm_id is
     /// held for `'a` (the ULP's or the provider's).
-    pub(crate) unsafe fn borrow<'a>(raw: *mut bindings::iw_cm_id) -> ArcBorrow<'a, CmId> {
+    pub(crate) unsafe fn borrow<'a>(raw: *mut RawCmId) -> ArcBorrow<'a, CmId> {
         // SAFETY: by the type invariant `raw` is inside an `Arc<CmId>`
         // allocation, which the caller keeps alive for `'a`.
         unsafe { ArcBorrow::from_raw(Self::container_of(raw)) }
@@ -369,7 +372,7 @@ impl CmId {
     ///
     /// `raw` is a live cm_id of this module.
     #[cfg(CONFIG_KUNIT)]
-    pub(crate) unsafe fn settled(raw: *mut bindings::iw_cm_id) -> bool {
+    pub(crate) unsafe fn settled(raw: *mut RawCmId) -> bool {
         // SAFETY: guaranteed by the caller.
         let this = unsafe { Self::borrow(raw) };
         let g = this.inner.lock();
@@ -382,7 +385,7 @@ impl CmId {
     ///
     /// The caller owns one reference on the cm_id behind `raw` and gives it
     /// up.
-    unsafe fn from_raw_ref(raw: *mut bindings::iw_cm_id) -> Arc<CmId> {
+    unsafe fn from_raw_ref(raw: *mut RawCmId) -> Arc<CmId> {
         // SAFETY: guaranteed by the caller.
         unsafe { Arc::from_raw(Self::container_of(raw)) }
     }
@@ -452,13 +455,13 @@ impl CmId {
     /// # Safety
     ///
     /// `param` is valid for the call.
-    pub(crate) unsafe fn connect(&self, param: *mut bindings::iw_cm_conn_param) -> Result {
+    pub(crate) unsafe fn connect(&self, param: *mut ConnParam) -> Result {
         if param.is_null() {
             return Err(EINVAL);
         }
         self.reserve_events(ACTIVE_EVENT_SLOTS)?;
         // SAFETY: `param` is valid (caller).
-        let qpn = unsafe { (*param).qpn };
+        let qpn = unsafe { conn_param_qpn(param) };
         let actions = self.attach_qp(Input::Connect, qpn)?;
         let ret = if actions.contains(Actions::PROVIDER_CONNECT) {
             self.map_ports(true).and_then(|()| {
@@ -479,12 +482,12 @@ impl CmId {
     /// # Safety
     ///
     /// `param` is valid for the call.
-    pub(crate) unsafe fn accept(&self, param: *mut bindings::iw_cm_conn_param) -> Result {
+    pub(crate) unsafe fn accept(&self, param: *mut ConnParam) -> Result {
         if param.is_null() {
             return Err(EINVAL);
         }
         // SAFETY: `param` is valid (caller).
-        let qpn = unsafe { (*param).qpn };
+        let qpn = unsafe { conn_param_qpn(param) };
         let actions = self.attach_qp(Input::Accept, qpn)?;
         let ret = if actions.contains(Actions::PROVIDER_ACCEPT) {
             // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
@@ -599,33 +602,22 @@ impl CmId {
     }
 
     /// `iw_cm_init_qp_attr`.
-    pub(crate) fn init_qp_attr(&self, attr: &mut bindings::ib_qp_attr, mask: &mut i32) -> Result {
+    pub(crate) fn init_qp_attr(&self, attr: &mut QpAttr, mask: &mut i32) -> Result {
         let st = self.inner.lock().state;
-        let target = attr.qp_state;
-        if target == bindings::ib_qp_state_IB_QPS_INIT || target == bindings::ib_qp_state_IB_QPS_RTR
-        {
-            match state::step(st, Input::InitQpAttr) {
-                Outcome::Go { .. } => {
-                    *mask = (bindings::ib_qp_attr_mask_IB_QP_STATE
-                        | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
-                        as i32;
-                    attr.qp_access_flags = (bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-                        | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ)
-                        as i32;
-                    Ok(())
-                }
-                _ => Err(EINVAL),
-            }
-        } else if target == bindings::ib_qp_state_IB_QPS_RTS {
-            match state::step(st, Input::InitQpAttr) {
-                Outcome::Go { .. } => {
+        let target = qp_attr_target(attr);
+        if target == QpAttrTarget::Other {
+            return Err(EINVAL);
+        }
+        match state::step(st, Input::InitQpAttr) {
+            Outcome::Go { .. } => {
+                if target == QpAttrTarget::InitOrRtr {
+                    set_init_qp_attr(attr, mask);
+                } else {
                     *mask = 0;
-                    Ok(())
                 }
-                _ => Err(EINVAL),
+                Ok(())
             }
-        } else {
-            Err(EINVAL)
+            _ => Err(EINVAL),
         }
     }
 
@@ -634,7 +626,7 @@ impl CmId {
     /// # Safety
     ///
     /// As for `crate::iw_destroy_cm_id`.
-    pub(crate) unsafe fn destroy_from_ulp(raw: *mut bindings::iw_cm_id) {
+    pub(crate) unsafe fn destroy_from_ulp(raw: *mut RawCmId) {
         // SAFETY: the caller owns the ULP reference.
         let this = unsafe { Self::borrow(raw) };
         {
@@ -697,7 +689,7 @@ impl CmId {
         // drops them (IWCM_F_DROP_EVENTS) and the provider keeps them
         // forever; reject them instead.
         for ev in dropped.iter().flatten() {
-            if ev.raw.event == bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST {
+            if ev.raw.event_type() == Some(EventType::ConnectRequest) {
                 self.reject_undelivered_request(ev);
             }
         }
@@ -732,7 +724,7 @@ impl CmId {
             return;
         };
         // SAFETY: `req` is new and not yet visible to anyone.
-        unsafe { req.raw.set_provider_data(ev.raw.provider_data) };
+        unsafe { req.raw.set_provider_data(ev.raw.provider_data()) };
         req.inner.lock().state = State::ConnRecv;
         let _ = req.reject(&[]);
         req.destroy();

@@ -31,7 +31,11 @@ impl CmId {
             };
             let Some(input) = ev.input() else {
                 drop(g);
-                provider_fault!(Some(&self.dev), "unknown provider event {}\n", ev.raw.event);
+                provider_fault!(
+                    Some(&self.dev),
+                    "unknown provider event {}\n",
+                    ev.raw.raw_type()
+                );
                 self.inner.lock().handled += 1;
                 continue;
             };
@@ -84,11 +88,9 @@ impl CmId {
                     // Only this delivering thread accesses the addresses
                     // of a connecting id (iwcm.c cm_conn_rep_handler).
                     if ok && ev.use_addrs {
+                        let (l, r) = ev.raw.addrs();
                         // SAFETY: see above.
-                        unsafe {
-                            self.raw
-                                .set_mapped_addrs(ev.raw.local_addr, ev.raw.remote_addr)
-                        };
+                        unsafe { self.raw.set_mapped_addrs(l, r) };
                     }
                     // The ULP sees its own addresses on success (as
                     // iwcm.c), and on failure when the provider's are
@@ -96,11 +98,10 @@ impl CmId {
                     if ok || !ev.use_addrs {
                         // SAFETY: see above.
                         let (l, r) = unsafe { self.raw.addrs() };
-                        ev.raw.local_addr = l;
-                        ev.raw.remote_addr = r;
+                        ev.raw.set_addrs(l, r);
                     }
                 }
-                ret = self.call_ulp(self.raw(), &mut ev);
+                ret = self.raw.call_handler(&mut ev.raw);
             }
             if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
                 self.waiters.notify_all();
@@ -136,18 +137,6 @@ impl CmId {
         }
     }
 
-    /// Calls the ULP's handler for `raw` (this id or a new child).
-    pub(super) fn call_ulp(&self, raw: *mut bindings::iw_cm_id, ev: &mut Event) -> i32 {
-        // SAFETY: `raw` is live; `cm_handler` was set at creation.
-        let handler = unsafe { (*raw).cm_handler };
-        match handler {
-            // SAFETY: the ULP's handler takes a live cm_id and a valid event;
-            // both outlive the call.
-            Some(h) => unsafe { h(raw, &mut ev.raw) },
-            None => 0,
-        }
-    }
-
     /// CONNECT_REQUEST on a listener: create the child cm_id and deliver
     /// the request on it (`cm_conn_req_handler` in iwcm.c).
     pub(super) fn connect_request(self: &Arc<Self>, ev: &mut Event) {
@@ -161,13 +150,12 @@ impl CmId {
         let Ok(child) = CmId::new(self.dev, handler, context) else {
             return;
         };
-        let craw = child.raw();
         {
             // SAFETY: the listener's addresses are stable while it listens.
             let ((l_local, _), (l_m_local, _)) =
                 unsafe { (self.raw.addrs(), self.raw.mapped_addrs()) };
             // The wire's addresses, the child's mapped ones.
-            let (wire_local, wire_remote) = (ev.raw.local_addr, ev.raw.remote_addr);
+            let (wire_local, wire_remote) = ev.raw.addrs();
             let mut local = l_local;
             // The peer's address behind the mapped pair, from the port
             // mapper; without one, the wire's.
@@ -175,14 +163,13 @@ impl CmId {
                 None => wire_remote,
                 Some(remote) => {
                     sockaddr::check_wildcard(&l_m_local, &wire_local, &mut local);
-                    ev.raw.local_addr = local;
-                    ev.raw.remote_addr = remote;
+                    ev.raw.set_addrs(local, remote);
                     remote
                 }
             };
             // SAFETY: the child is new and not yet visible to the ULP or
             // the provider (as for the two calls below).
-            unsafe { child.raw.set_provider_data(ev.raw.provider_data) };
+            unsafe { child.raw.set_provider_data(ev.raw.provider_data()) };
             // SAFETY: see above.
             unsafe { child.raw.set_mapped_addrs(wire_local, wire_remote) };
             // SAFETY: see above.
@@ -200,7 +187,11 @@ impl CmId {
         let _ = Arc::into_raw(child.clone());
         let listening = self.inner.lock().state == State::Listen;
         let ok = listening && child.reserve_events(PASSIVE_EVENT_SLOTS).is_ok();
-        let ret = if ok { self.call_ulp(craw, ev) } else { -1 };
+        let ret = if ok {
+            child.raw.call_handler(&mut ev.raw)
+        } else {
+            -1
+        };
         if ret != 0 {
             // Not listening any more, no memory, or the ULP refused: reject
             // and destroy the child; the ULP's reference is ours.  If the

@@ -11,61 +11,49 @@ use super::*;
 ///
 /// # Invariants
 ///
-/// `raw.private_data` is null with `raw.private_data_len == 0`, or points
-/// to the buffer of `pdata` with `raw.private_data_len == pdata.len()`: it
-/// never points at the provider's buffer, which may be freed as soon as the
-/// upcall returns.  (`pdata`'s heap buffer does not move with the `Event`.)
-/// `raw.event` is one of the five event types; `raw.status`, `raw.ird` and
-/// `raw.ord` are the checked values.
+/// `raw`'s private data is none, or the buffer of `pdata`, which is never
+/// written after [`Event::new`]: it never points at the provider's buffer,
+/// which may be freed as soon as the upcall returns.  (`pdata`'s heap
+/// buffer does not move with the `Event`.)  `raw`'s event type is one of
+/// the five; its status, ird and ord are the checked values.
 pub(super) struct Event {
-    pub(super) raw: bindings::iw_cm_event,
+    pub(super) raw: CmEvent,
     /// The event's private data, copied in the upcall (the provider may
     /// free its buffer as soon as the upcall returns).
-    pub(super) pdata: KVec<u8>,
+    pdata: KVec<u8>,
     /// The event's addresses passed the check (CONNECT_REQUEST and
     /// CONNECT_REPLY); otherwise the cm_id's own are used.
     pub(super) use_addrs: bool,
 }
 
-// SAFETY: `raw.private_data` points into `pdata` or is null (type
-// invariant) and `raw.provider_data` is an opaque token of the provider
-// that iw_cm only stores; both may move between threads.
-unsafe impl Send for Event {}
-
 impl Event {
     /// Copies `src` with the checked `status`/`ird`/`ord` and its private
-    /// data already copied into `pdata`.
-    pub(super) fn new(src: &bindings::iw_cm_event, pdata: KVec<u8>, v: Checked) -> Self {
+    /// data already copied into `pdata` (at most 512 bytes: it was copied
+    /// from a `u8` length).
+    pub(super) fn new(src: &RawCmEvent, pdata: KVec<u8>, v: Checked) -> Self {
         let mut ev = Self {
-            raw: *src,
+            raw: CmEvent::copy_of(src),
             pdata,
             use_addrs: v.use_addrs,
         };
-        ev.raw.status = v.status;
-        ev.raw.ird = v.ird;
-        ev.raw.ord = v.ord;
-        // Establishes the type invariant (`pdata` is at most 512 bytes:
-        // it was copied from a `u8` length).
-        if ev.pdata.is_empty() {
-            ev.raw.private_data = core::ptr::null_mut();
-            ev.raw.private_data_len = 0;
-        } else {
-            ev.raw.private_data_len = ev.pdata.len() as u8;
-            ev.raw.private_data = ev.pdata.as_mut_ptr().cast();
-        }
+        ev.raw.set_checked(v.status, v.ird, v.ord);
+        // SAFETY: `pdata`'s heap buffer belongs to the same `Event`, does
+        // not move with it and is never written again; the event is only
+        // handed to a ULP while the `Event` lives.
+        // INVARIANT: the private data is `pdata`'s.
+        unsafe { ev.raw.set_private_data(ev.pdata.as_mut_slice()) };
         ev
     }
 
     pub(super) fn input(&self) -> Option<Input> {
-        Some(match self.raw.event {
-            bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST => Input::EvConnectRequest,
-            bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY => Input::EvConnectReply {
-                ok: self.raw.status == 0,
+        Some(match self.raw.event_type()? {
+            EventType::ConnectRequest => Input::EvConnectRequest,
+            EventType::ConnectReply => Input::EvConnectReply {
+                ok: self.raw.status() == 0,
             },
-            bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED => Input::EvEstablished,
-            bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT => Input::EvDisconnect,
-            bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE => Input::EvClose,
-            _ => return None,
+            EventType::Established => Input::EvEstablished,
+            EventType::Disconnect => Input::EvDisconnect,
+            EventType::Close => Input::EvClose,
         })
     }
 }

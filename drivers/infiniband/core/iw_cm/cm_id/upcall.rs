@@ -11,13 +11,12 @@ pub(super) static CONTENT_FAULTS_WARNED: AtomicU16 = AtomicU16::new(0);
 
 /// The event type of a raw `iw_cm_event`, `None` for an unknown one.
 pub(super) fn kind_of(event: u32) -> Option<Kind> {
-    Some(match event {
-        bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST => Kind::ConnectRequest,
-        bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY => Kind::ConnectReply,
-        bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED => Kind::Established,
-        bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT => Kind::Disconnect,
-        bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE => Kind::Close,
-        _ => return None,
+    Some(match EventType::from_raw(event)? {
+        EventType::ConnectRequest => Kind::ConnectRequest,
+        EventType::ConnectReply => Kind::ConnectReply,
+        EventType::Established => Kind::Established,
+        EventType::Disconnect => Kind::Disconnect,
+        EventType::Close => Kind::Close,
     })
 }
 
@@ -27,12 +26,7 @@ pub(super) fn kind_of(event: u32) -> Option<Kind> {
 /// without a WARN() backtrace: a peer on the wire can shape these fields
 /// through a buggy provider (siw passes on the MPA reply's IRD/ORD and
 /// private data), and a WARN would let it panic a `panic_on_warn` machine.
-pub(super) fn report_event_faults(
-    this: &CmId,
-    src: &bindings::iw_cm_event,
-    f: Faults,
-    refused: bool,
-) {
+pub(super) fn report_event_faults(this: &CmId, src: &RawCmEvent, f: Faults, refused: bool) {
     let (event, status, pdata_len) = (src.event, src.status, src.private_data_len);
     if f.is_empty() {
         return;
@@ -70,10 +64,7 @@ pub(super) fn report_event_faults(
 
 /// Judges and copies one provider event in the upcall: the checked values
 /// and the copied private data, or the errno the upcall returns.
-pub(super) fn check_and_copy(
-    this: &CmId,
-    src: &bindings::iw_cm_event,
-) -> Result<(Checked, KVec<u8>)> {
+pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, KVec<u8>)> {
     let Some(kind) = kind_of(src.event) else {
         report_event_faults(this, src, Faults::UNKNOWN_EVENT, true);
         return Err(EINVAL);
@@ -172,10 +163,7 @@ pub(super) fn check_and_copy(
 ///
 /// Called by the provider with a cm_id it holds a reference on and a valid
 /// `struct iw_cm_event` (whose contents are checked here).
-pub(super) unsafe extern "C" fn cm_event_handler(
-    raw: *mut bindings::iw_cm_id,
-    event: *mut bindings::iw_cm_event,
-) -> i32 {
+pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut RawCmEvent) -> i32 {
     if raw.is_null() || event.is_null() {
         provider_fault!(None, "event upcall with a null pointer\n");
         return EINVAL.to_errno();
@@ -188,7 +176,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(
         Ok(v) => v,
         Err(e) => return e.to_errno(),
     };
-    let is_request = src.event == bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST;
+    let is_request = kind_of(src.event) == Some(Kind::ConnectRequest);
     let mut ev = Some(Event::new(src, pdata, checked));
     let (queued, no_slots, refused) = {
         let mut g = this.inner.lock();
@@ -233,7 +221,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(
 /// # Safety
 ///
 /// `raw` is a live cm_id of this module (the caller holds a reference).
-pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
+pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut RawCmId) {
     if raw.is_null() {
         provider_fault!(None, "add_ref on a null cm_id\n");
         return;
@@ -255,7 +243,7 @@ pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut bindings::iw_cm_id) {
 /// `raw` is a cm_id of this module on which the provider took a reference
 /// with `add_ref` (checked as far as the count goes: an unbalanced call is
 /// caught while another reference keeps the cm_id alive).
-pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut bindings::iw_cm_id) {
+pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
     if raw.is_null() {
         provider_fault!(None, "rem_ref on a null cm_id\n");
         return;
