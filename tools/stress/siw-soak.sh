@@ -51,6 +51,8 @@ done
 [ -n "$duration" ] || { echo "usage: $0 -d seconds [-s seed] [-q sample_io_queues]" >&2; exit 2; }
 export IWCM_IMPL=${IWCM_IMPL:-rust}
 export IWCM_ALLOW_RDMA_CM_LOCKDEP=1
+# (siw endpoint accounting fills the kernel log over a long run: off)
+export IWCM_SIW_EP_CHECK=${IWCM_SIW_EP_CHECK:-0}
 # shellcheck source=/dev/null
 . "$top/tools/kernel/env.sh" >/dev/null 2>&1
 export KSELFTEST_DIR=${KSELFTEST_DIR:-$KSRC/tools/testing/selftests}

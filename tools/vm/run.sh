@@ -101,7 +101,7 @@ for attempt in 1 2; do
 		-display none -no-reboot -monitor none -nic none \
 		-serial stdio \
 		-kernel "$bzimage" \
-		-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$here/guest-init.sh panic=-1 loglevel=6 printk.time=1 no5lvl kasan_multi_shot kunit.enable=1 kunit.autorun=1" \
+		-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$here/guest-init.sh panic=-1 loglevel=6 printk.time=1 no5lvl kasan_multi_shot log_buf_len=16M kunit.enable=1 kunit.autorun=1" \
 		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 		-fsdev local,id=kmods,path="$KMODS",security_model=none,readonly=on \

@@ -13,7 +13,7 @@ SERVER_CASES=${IWCM_HOSTILE_SERVER_CASES:-"garbage overlong_pd_len reject reject
 # Cases that crash upstream siw itself (siw_proc_mpareply reads the MPA v2
 # control through a NULL or too short buffer); fixed by tools/testing/siw/0004.
 SIW_CRASHERS="enhanced_no_pdata enhanced_short_pdata"
-CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage overlong_pd_len wrong_key bad_revision markers enhanced_short_pdata truncated truncated_hold truncated_pdata request_then_rst long_pdata huge_ird_ord"}
+CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage overlong_pd_len wrong_key bad_revision markers enhanced_short_pdata truncated truncated_hold silent_hold silent_close truncated_pdata request_then_rst long_pdata huge_ird_ord"}
 # The upstream-siw part: every case but SIW_CRASHERS.  IWCM_QUICK=1 (make
 # check; make check-all runs all) keeps the inputs of issue 10 there: the
 # garbage reply (NULL + 4 private data), a length beyond the MPA limit and

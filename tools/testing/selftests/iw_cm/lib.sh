@@ -42,7 +42,8 @@ IWCM_ADDR=${IWCM_ADDR:-192.168.77.1}
 IWCM_PREFIX=${IWCM_PREFIX:-24}
 IWCM_NETDEV=${IWCM_NETDEV:-dummy0}
 IWCM_RDEV=${IWCM_RDEV:-siw0}
-IWCM_CMIDS=/sys/kernel/debug/iw_cm/cm_ids
+# The live cm_id count of the Rust iw_cm (debugfs iw_cm/cm_ids is the table).
+IWCM_CMIDS=/sys/kernel/debug/iw_cm/count
 # The repository (for the Rust module); guest-tests.sh exports it, which
 # matters once the tests are installed elsewhere.
 IWCM_TOP=${IWCM_TOP:-$(cd "$IWCM_LIB_DIR/../../../.." && pwd)}
@@ -57,6 +58,15 @@ IWCM_KUNIT_PARAMS=${IWCM_KUNIT_PARAMS:-}
 # (tools/testing/siw/build.sh).  IWCM_SIW=stock uses the kernel's siw.ko.
 IWCM_SIW=${IWCM_SIW:-patched}
 IWCM_SIW_KO=${IWCM_SIW_KO:-$IWCM_TOP/tools/testing/siw/build/siw.ko}
+# siw endpoint accounting: load_siw turns on siw's dynamic debug lines for
+# an endpoint's allocation and its free (siw_cep_alloc "new endpoint",
+# __siw_cep_dealloc "free endpoint"), and iwcm_finish fails the teardown
+# result when an endpoint allocated since setup is not freed after the
+# link is gone (siw keeps no count of its own; kmemleak sees a leaked
+# endpoint only once its device's memory is gone, and not reliably).
+# IWCM_SIW_EP_CHECK=0 turns it off.
+IWCM_SIW_EP_CHECK=${IWCM_SIW_EP_CHECK:-1}
+IWCM_SIW_DYNDBG_EP='func siw_cep_alloc +p; func __siw_cep_dealloc +p'
 
 IWCM_PIDS=()
 IWCM_SETUP_DONE=0
@@ -299,11 +309,33 @@ load_siw() {
 		iwcm_log "siw loaded is the $cur one, IWCM_SIW=$IWCM_SIW"
 		return 1
 	fi
+	local dd=()
+	# (The kernel splits module parameters at spaces outside double quotes.)
+	[ "$IWCM_SIW_EP_CHECK" = 1 ] && dd=("dyndbg=\"$IWCM_SIW_DYNDBG_EP\"")
 	if [ "$IWCM_SIW" = stock ]; then
-		modprobe siw
+		modprobe siw "${dd[@]}"
 		return
 	fi
-	iwcm_insmod "$IWCM_SIW_KO" "patched siw (tools/testing/siw/build.sh)"
+	iwcm_insmod "$IWCM_SIW_KO" "patched siw (tools/testing/siw/build.sh)" "${dd[@]}"
+}
+
+# iwcm_siw_endpoints_left: the siw endpoints allocated since setup and not
+# freed ("CEP[hashed pointer]", one per line).  An address the allocator
+# reuses appears once per allocation and once per free.
+iwcm_siw_endpoints_left() {
+	dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | awk '
+		match($0, /CEP\[0x[0-9a-f]+\] siw_cep_alloc: new endpoint/) {
+			n[substr($0, RSTART, 23)]++ }
+		match($0, /CEP\[0x[0-9a-f]+\] __siw_cep_dealloc: free endpoint/) {
+			n[substr($0, RSTART, 23)]-- }
+		END { for (c in n) if (n[c] > 0) print c }'
+}
+__iwcm_siw_endpoints_freed() { [ -z "$(iwcm_siw_endpoints_left)" ]; }
+# iwcm_siw_ep_accounting: is siw's endpoint accounting on (the dynamic
+# debug lines enabled)?
+iwcm_siw_ep_accounting() {
+	[ "$IWCM_SIW_EP_CHECK" = 1 ] &&
+		grep -q "siw_cep_alloc =p" /sys/kernel/debug/dynamic_debug/control 2>/dev/null
 }
 
 # iwcm_nvme_bdev NQN: the block device (nvmeXnY) of the first namespace of
@@ -562,15 +594,22 @@ iwcm_finish() {
 	local splats rc
 	if [ "$IWCM_SETUP_DONE" = 1 ]; then
 		iwcm_check_no_leak
+		local acct=0 eps=
+		iwcm_siw_ep_accounting && acct=1
 		iwcm_teardown
 		rc=$?
 		splats=$(iwcm_new_splats)
-		if [ $rc -eq 0 ] && [ -z "$splats" ]; then
-			ktap_test_pass "teardown (rdma link delete) without kernel splat"
+		# siw frees an endpoint on its CM workqueue: allow it a moment.
+		if [ $acct = 1 ] && ! iwcm_wait_for 10 __iwcm_siw_endpoints_freed; then
+			eps=$(iwcm_siw_endpoints_left)
+		fi
+		if [ $rc -eq 0 ] && [ -z "$splats" ] && [ -z "$eps" ]; then
+			ktap_test_pass "teardown (rdma link delete) without kernel splat$([ $acct = 1 ] && echo ", every siw endpoint freed")"
 		else
 			[ -n "$splats" ] && printf '%s\n' "$splats" | head -20 |
 				while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
-			ktap_test_fail "teardown (rdma link delete) without kernel splat"
+			[ -n "$eps" ] && ktap_print_msg "siw endpoints never freed: $(wc -l <<<"$eps"): $(head -n 8 <<<"$eps" | tr '\n' ' ')"
+			ktap_test_fail "teardown (rdma link delete) without kernel splat$([ $acct = 1 ] && echo ", every siw endpoint freed")"
 		fi
 	else
 		iwcm_stop_all
