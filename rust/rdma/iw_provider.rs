@@ -242,6 +242,13 @@ impl QpRef {
         Some(Self { dev, qp })
     }
 
+    /// The QP's number (`qp_num`, set at creation).  Any context.
+    pub(crate) fn qpn(&self) -> u32 {
+        // SAFETY: the reference keeps the QP alive (type invariant);
+        // `qp_num` never changes after creation.
+        unsafe { (*self.qp.as_ptr()).qp_num }
+    }
+
     /// Another reference on the same QP (`iw_add_ref`).  Does not sleep.
     pub(crate) fn try_clone(&self) -> Option<Self> {
         // SAFETY: `self` keeps the QP alive.

@@ -108,6 +108,26 @@ impl SharedCmId {
         unsafe { ((*p).local_addr, (*p).remote_addr) }
     }
 
+    /// Copies of `local_addr`, `remote_addr`, `m_local_addr` and
+    /// `m_remote_addr`, for a report (debugfs `iw_cm/cm_ids`): volatile
+    /// reads without ordering against their writers, so a copy taken while
+    /// the ULP or iw_cm writes one may be torn (it shows as an odd address;
+    /// nothing uses it as an address).  Any context.
+    pub(crate) fn snapshot_addrs(&self) -> (SockAddr, SockAddr, SockAddr, SockAddr) {
+        let p = self.as_ptr();
+        // SAFETY: `p` is valid (type invariant); these are volatile reads of
+        // plain data, for which any bit pattern is a valid value, so a race
+        // with a writer yields at worst a mix of old and new bytes.
+        unsafe {
+            (
+                core::ptr::read_volatile(&raw const (*p).local_addr),
+                core::ptr::read_volatile(&raw const (*p).remote_addr),
+                core::ptr::read_volatile(&raw const (*p).m_local_addr),
+                core::ptr::read_volatile(&raw const (*p).m_remote_addr),
+            )
+        }
+    }
+
     /// Sets `local_addr` and `remote_addr`.
     ///
     /// # Safety

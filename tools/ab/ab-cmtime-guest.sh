@@ -12,6 +12,8 @@
 #   RESULT <impl> <round> <step> <us per connection>
 #
 # and "FAILED <impl> <round> <why>" for a round that did not complete.
+# With AB_BASE_KO set, the "c" rounds load that build of the Rust iw_cm
+# instead of the C one (ab-cmtime.sh --trace-cost).
 # Exits non-zero when any round failed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +27,7 @@ fi
 # shellcheck source=../testing/selftests/iw_cm/lib.sh
 . "$top/tools/testing/selftests/iw_cm/lib.sh"
 
+rust_ko=$IWCM_RUST_KO
 rounds=${AB_ROUNDS:-5}
 conns=${AB_CONNS:-200}
 IWCM_TMP=$(mktemp -d /tmp/ab-cmtime.XXXXXX)
@@ -48,6 +51,12 @@ one_round() {
 		return 1
 	fi
 	IWCM_IMPL=$impl
+	IWCM_RUST_KO=$rust_ko
+	# AB_BASE_KO: the baseline ("c" rounds) is another build of ours.
+	if [ "$impl" = c ] && [ -n "${AB_BASE_KO:-}" ]; then
+		IWCM_IMPL=rust
+		IWCM_RUST_KO=$AB_BASE_KO
+	fi
 	if ! iwcm_setup >"$IWCM_TMP/setup.log" 2>&1; then
 		cat "$IWCM_TMP/setup.log"
 		echo "FAILED $impl $r setup"

@@ -13,12 +13,23 @@
 # The kernel's splat gate still applies (a splat fails the run).
 #
 #   tools/ab/ab-cmtime.sh [ROUNDS [CONNS]]      (default 5 rounds, 200)
+#   tools/ab/ab-cmtime.sh --trace-cost [ROUNDS [CONNS]]
+#
+# --trace-cost: the baseline is not the C iw_cm but ours built without the
+# tracepoint calls (IWCM_NO_TRACEPOINTS=1, from a copy of the tree in the
+# results directory), so the ratio is the cost of the tracepoints compiled
+# in and disabled.
 #
 # The table goes to stdout and to results/ab-cmtime-<time>/table.md.  On
 # TCG about 40 s per round and iw_cm; KVM is used where it works.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 2
+trace_cost=0
+if [ "${1:-}" = --trace-cost ]; then
+	trace_cost=1
+	shift
+fi
 rounds=${1:-5}
 conns=${2:-200}
 case "$rounds$conns" in
@@ -30,9 +41,26 @@ stamp=$(date +%Y%m%d-%H%M%S)
 abdir=${AB_RESULTS_DIR:-$top/results/ab-cmtime-$stamp}
 mkdir -p "$abdir"
 out=$abdir/vm.out
+base_ko=
+base_name="C iw_cm"
+if [ $trace_cost = 1 ]; then
+	# shellcheck source=/dev/null
+	. "$top/tools/kernel/env.sh"
+	src=$abdir/notrace-src
+	mkdir -p "$src"
+	git -C "$top" ls-files -z | (cd "$top" && xargs -0 cp --parents -t "$src")
+	if ! make -s -C "$KDIR" M="$src" "${KMAKE_ARGS[@]}" IWCM_NO_TRACEPOINTS=1 modules >"$abdir/notrace-build.log" 2>&1; then
+		tail -n 20 "$abdir/notrace-build.log"
+		echo "ab-cmtime: building the no-tracepoint iw_cm failed" >&2
+		exit 2
+	fi
+	base_ko=$src/drivers/infiniband/core/iw_cm/iw_cm.ko
+	base_name="Rust, no tracepoints"
+fi
 IWCM_RESULTS_DIR=$abdir AB_ROUNDS=$rounds AB_CONNS=$conns \
 	tools/vm/run.sh --name ab-cmtime --timeout $((rounds * 2 * 150 + 300)) -- \
-	env AB_ROUNDS="$rounds" AB_CONNS="$conns" "$top/tools/ab/ab-cmtime-guest.sh" >"$out" 2>&1
+	env AB_ROUNDS="$rounds" AB_CONNS="$conns" AB_BASE_KO="$base_ko" \
+	"$top/tools/ab/ab-cmtime-guest.sh" >"$out" 2>&1
 vmrc=$?
 grep -E "^(FAILED|ab-cmtime:)" "$out"
 
@@ -40,7 +68,9 @@ table=$abdir/table.md
 {
 	echo "cmtime -c $conns over siw, $rounds rounds per iw_cm in one VM boot ($(uname -m), kernel test VM), median us per connection:"
 	echo
-	echo "| step | C iw_cm | Rust iw_cm | Rust / C | rounds (C, Rust) |"
+	[ $trace_cost = 1 ] && echo "Baseline: the Rust iw_cm built without its tracepoint calls; 'Rust iw_cm': with them, disabled."
+	[ $trace_cost = 1 ] && echo
+	echo "| step | $base_name | Rust iw_cm | Rust / baseline | rounds (baseline, Rust) |"
 	echo "|---|---|---|---|---|"
 	grep -E "^RESULT " "$out" | awk '
 		{ v[$2, $4, ++n[$2, $4]] = $5; steps[$4] = 1 }

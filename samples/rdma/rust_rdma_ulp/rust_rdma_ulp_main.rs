@@ -50,6 +50,14 @@ module! {
             default: 16,
             description: "Host: messages in flight per queue",
         },
+        stall_qid: i32 {
+            default: -1,
+            description: "Target: the queue (qid) whose CONNECT_REQUEST handler sleeps stall_ms before it accepts (-1: none); shows a stuck ULP handler",
+        },
+        stall_ms: u32 {
+            default: 0,
+            description: "Target: how long the stall_qid CONNECT_REQUEST handler sleeps, in ms",
+        },
     },
 }
 

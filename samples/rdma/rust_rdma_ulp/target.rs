@@ -80,6 +80,19 @@ impl Target {
         let hello = Hello::decode(ev.private_data()).ok_or(EINVAL)?;
         let depth = u32::from(hello.depth).clamp(1, MAX_DEPTH);
         let qid = u32::from(hello.qid);
+        // A stuck handler on purpose (module parameters stall_qid/stall_ms):
+        // the iWARP CM's stuck-handler report names it, and with the Rust
+        // iw_cm no other cm_id's events wait for it.
+        let stall_qid = crate::module_parameters::stall_qid.value();
+        let stall_ms = crate::module_parameters::stall_ms.value();
+        if stall_ms > 0 && i64::from(stall_qid) == i64::from(qid) {
+            pr_info!(
+                "target: queue {} CONNECT_REQUEST handler stalls {} ms\n",
+                qid,
+                stall_ms
+            );
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(stall_ms)));
+        }
         let q = Queue::new(Owner::Target(self.clone()), qid, Kind::of_qid(qid), depth)?;
         // Room in the list first: nothing may fail after the accept.
         self.queues.lock().reserve(1, GFP_KERNEL)?;

@@ -30,11 +30,16 @@
 //! `cm_id/event.rs`: the event ring.  `cm_id/delivery.rs`: the work item
 //! and the calls into the ULP.  `cm_id/portmap.rs`: the port mapping.
 //! `cm_id/upcall.rs`: the provider's calls (`event_handler`, `add_ref`,
-//! `rem_ref`) and the checks of their input.
+//! `rem_ref`) and the checks of their input.  `cm_id/table.rs`: the table
+//! of live cm_ids (debugfs) and the stuck-handler report.
+//! `cm_id/trace.rs`: the tracepoints.
 //!
 //! # Lock order
 //!
-//! `CmId::inner` (a `SpinLockIrq`) is this module's only lock.  It is
+//! `table::REGISTRY` (a `SpinLockIrq`) comes first: a table reader holds
+//! it while it takes each cm_id's `inner` in turn, and a cm_id's
+//! destructor and `CmId::new` take it alone.  Below it,
+//! `CmId::inner` (a `SpinLockIrq`) is the per-cm_id lock.  It is
 //! taken inside whatever locks the provider holds when it calls
 //! `event_handler`, `add_ref` or `rem_ref` (siw may call from softirq
 //! context), and nothing is taken inside it: it is never held across a
@@ -106,6 +111,21 @@ pub(crate) fn fault_log(dev: Option<&IwDevice>) -> FaultLog {
     FaultLog::Warn
 }
 
+/// The `iw_cm_provider_fault` tracepoint for a fault at `site` (a
+/// NUL-terminated literal) on `dev`.  Any context.
+fn trace_provider_fault(dev: Option<&IwDevice>, site: &'static str) {
+    let name = dev.map_or(c"".as_char_ptr(), dev_name_ptr);
+    trace::iw_cm_provider_fault(name, site.as_ptr().cast());
+}
+
+/// The name of `dev` as a C string: valid while the device is (every
+/// cm_id's device outlives it).  Any context.
+fn dev_name_ptr(dev: &IwDevice) -> *const kernel::ffi::c_char {
+    // SAFETY: the device is valid (IwDevice invariant); `dev_name` never
+    // returns NULL here (iw_cm_exports.c).
+    unsafe { crate::c::iwcm_c_dev_name(dev.as_raw().cast()) }
+}
+
 /// Counts a provider fault (a duplicate, out-of-state or unknown event) of
 /// a cm_id on the device `$dev` and warns once per call site: `WARN_ONCE`
 /// in C terms, where iwcm.c has `BUG()` for some of these.
@@ -113,6 +133,7 @@ macro_rules! provider_fault {
     ($dev:expr, $($arg:tt)*) => {{
         static WARNED: AtomicBool = AtomicBool::new(false);
         PROVIDER_FAULTS.fetch_add(1, Ordering::Relaxed);
+        trace_provider_fault($dev, concat!(file!(), ":", line!(), "\0"));
         match fault_log($dev) {
             FaultLog::Info => pr_info!($($arg)*),
             FaultLog::Silent => {}
@@ -130,6 +151,8 @@ macro_rules! provider_fault {
 mod delivery;
 mod event;
 mod portmap;
+pub(crate) mod table;
+mod trace;
 mod upcall;
 
 /// The mutable part of a cm_id, behind `CmId::inner`.
@@ -154,6 +177,13 @@ struct Inner {
     /// has nothing in flight.
     queued: usize,
     handled: usize,
+    /// Listener, active or passive (for the table).
+    role: table::Role,
+    /// The delivery in progress (set with `delivering`, for the table and
+    /// the stuck-handler report).
+    delivery: Option<table::Delivery>,
+    /// `CmId::table_id`, for the tracepoints of `take_qp`.
+    table_id: u64,
 }
 
 impl Inner {
@@ -161,11 +191,14 @@ impl Inner {
     /// by the caller after the unlock (the provider's `rem_ref` may wake a
     /// `destroy_qp` waiter).
     fn take_qp(&mut self, actions: Actions) -> Option<QpRef> {
-        if actions.contains(Actions::RELEASE_QP) {
-            self.qp.take()
-        } else {
-            None
+        if !actions.contains(Actions::RELEASE_QP) {
+            return None;
         }
+        let qp = self.qp.take();
+        if let Some(q) = qp.as_ref() {
+            trace::iw_cm_qp_ref(self.table_id, q.qpn(), false);
+        }
+        qp
     }
 }
 
@@ -197,6 +230,8 @@ pub(crate) struct CmId {
     /// ignored, instead of dropping a reference the ULP or a queued event
     /// owns (a use-after-free later).
     provider_refs: AtomicUsize,
+    /// The cm_id's number in the table and the reports.
+    table_id: u64,
     /// This module's reference for the cm_id's lifetime.  Last field: it
     /// is dropped after everything else of the cm_id (see [`ModulePin`]).
     _module: ModulePin,
@@ -300,6 +335,7 @@ impl CmId {
                 rem_ref: Some(cm_rem_ref),
             },
         );
+        let table_id = table::next_table_id();
         let id = Arc::pin_init(
             pin_init!(CmId {
                 raw,
@@ -312,15 +348,22 @@ impl CmId {
                     ulp_owned: true,
                     queued: 0,
                     handled: 0,
+                    role: table::Role::None,
+                    delivery: None,
+                    table_id,
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
                 provider_refs: AtomicUsize::new(0),
+                table_id,
                 _module: module,
             }),
             GFP_KERNEL,
         )?;
+        // Before the table entry: the destructor counts it down either way.
         LIVE.fetch_add(1, Ordering::Relaxed);
+        table::register(&id)?;
+        trace::iw_cm_id_create(table_id, dev_name_ptr(&id.dev));
         Ok(id)
     }
 
@@ -428,6 +471,7 @@ impl CmId {
             match state::step(g.state, Input::Listen) {
                 Outcome::Go { next, actions } => {
                     g.state = next;
+                    g.role = table::Role::Listener;
                     actions
                 }
                 _ => return Err(EINVAL),
@@ -511,7 +555,11 @@ impl CmId {
         match state::step(g.state, input) {
             Outcome::Go { next, actions } => {
                 g.state = next;
+                if input == Input::Connect {
+                    g.role = table::Role::Active;
+                }
                 if actions.contains(Actions::ATTACH_QP) {
+                    trace::iw_cm_qp_ref(g.table_id, qp.qpn(), true);
                     g.qp = Some(qp);
                 } else {
                     drop(g);
@@ -736,6 +784,9 @@ impl CmId {
 #[pinned_drop]
 impl PinnedDrop for CmId {
     fn drop(self: Pin<&mut Self>) {
+        // First: the table's readers see only cm_ids whose fields are intact.
+        table::unregister(&self);
+        trace::iw_cm_id_destroy(self.table_id, dev_name_ptr(&self.dev));
         LIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -11,6 +11,7 @@
 #include <linux/debugfs.h>
 #include <linux/fault-inject.h>
 #include <linux/module.h>
+#include <linux/ratelimit.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -46,6 +47,15 @@ void iwcm_c_fault_exit(void);
 const char *iwcm_c_dev_name(struct ib_device *device);
 bool iwcm_c_should_fail_alloc(size_t size);
 int iwcm_c_copy_pdata(void *dst, const void *src, size_t len);
+int iwcm_c_format_symbol(char *buf, size_t len, const void *fn);
+int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a);
+unsigned int iwcm_c_stuck_handler_ms(void);
+void iwcm_c_stuck_arm(void);
+void iwcm_c_stuck_exit(void);
+void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
+			 const void *handler, const char *dev, u64 ms, bool done);
+/* In Rust (cm_id/table.rs). */
+bool iwcm_stuck_scan(unsigned int threshold_ms);
 
 static unsigned int default_backlog = 256;
 
@@ -112,6 +122,77 @@ int iwcm_c_copy_pdata(void *dst, const void *src, size_t len)
 	if ((unsigned long)src < PAGE_SIZE)
 		return -EFAULT;
 	return copy_from_kernel_nofault(dst, src, len) ? -EFAULT : 0;
+}
+
+/* "%ps" of FN (the ULP's handler) into BUF: snprintf()'s return. */
+int iwcm_c_format_symbol(char *buf, size_t len, const void *fn)
+{
+	return snprintf(buf, len, "%ps", fn);
+}
+
+/* "%pISpc" (address:port, IPv6 compressed in brackets) of A, "-" when unset. */
+int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a)
+{
+	if (a->ss_family != AF_INET && a->ss_family != AF_INET6)
+		return snprintf(buf, len, "-");
+	return snprintf(buf, len, "%pISpc", a);
+}
+
+/*
+ * The stuck-handler report (Documentation/iw_cm.rst, "Observing cm_ids"):
+ * a delivery into a ULP handler that has run for stuck_handler_ms is named
+ * once, and again when it returns.  The watch is a delayed work that runs
+ * once a second while any delivery is in progress (iwcm_stuck_scan() walks
+ * the cm_id table); a delivery that finds it idle arms it.  0 turns the
+ * report off.
+ */
+static unsigned int stuck_handler_ms = 10000;
+module_param(stuck_handler_ms, uint, 0644);
+MODULE_PARM_DESC(stuck_handler_ms,
+		 "Report a ULP event handler that has run this long, in ms (default 10000; 0: off)");
+
+static void iwcm_stuck_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(iwcm_stuck_work, iwcm_stuck_fn);
+static DEFINE_RATELIMIT_STATE(iwcm_stuck_rs, 5 * HZ, 10);
+
+unsigned int iwcm_c_stuck_handler_ms(void)
+{
+	return READ_ONCE(stuck_handler_ms);
+}
+
+static void iwcm_stuck_fn(struct work_struct *work)
+{
+	unsigned int t = READ_ONCE(stuck_handler_ms);
+
+	if (t && iwcm_stuck_scan(t))
+		queue_delayed_work(system_dfl_wq, &iwcm_stuck_work, HZ);
+}
+
+/* Any context: queue_delayed_work() does nothing when it is pending. */
+void iwcm_c_stuck_arm(void)
+{
+	if (READ_ONCE(stuck_handler_ms) && !delayed_work_pending(&iwcm_stuck_work))
+		queue_delayed_work(system_dfl_wq, &iwcm_stuck_work, HZ);
+}
+
+/* Module exit: no cm_id (so no delivery) is left to arm it again. */
+void iwcm_c_stuck_exit(void)
+{
+	cancel_delayed_work_sync(&iwcm_stuck_work);
+}
+
+/* Process context. */
+void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
+			 const void *handler, const char *dev, u64 ms, bool done)
+{
+	if (!__ratelimit(&iwcm_stuck_rs))
+		return;
+	if (done)
+		pr_info("iw_cm: cm_id %llu (%s, %s): handler %ps returned from %s after %llu ms\n",
+			id, dev, state, handler, event, ms);
+	else
+		pr_warn("iw_cm: cm_id %llu (%s, %s): handler %ps has been handling %s for %llu ms\n",
+			id, dev, state, handler, event, ms);
 }
 
 /*
@@ -236,6 +317,8 @@ size_t iwcm_kunit_live_cm_ids(void);
 size_t iwcm_kunit_provider_faults(void);
 bool iwcm_kunit_settled(struct iw_cm_id *cm_id);
 void iwcm_kunit_expect_faults(const void *connect_op, bool quiet);
+ssize_t iwcm_kunit_table_line(struct iw_cm_id *cm_id, u8 *buf, size_t len);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_line);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_live_cm_ids);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_provider_faults);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_settled);

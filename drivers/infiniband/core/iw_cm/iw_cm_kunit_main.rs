@@ -52,6 +52,8 @@ pub(crate) mod iface {
         fn iwcm_kunit_provider_faults() -> usize;
         fn iwcm_kunit_settled(cm_id: *mut bindings::iw_cm_id) -> bool;
         fn iwcm_kunit_expect_faults(connect_op: *const c_void, quiet: bool);
+        fn iwcm_kunit_table_line(cm_id: *mut bindings::iw_cm_id, buf: *mut u8, len: usize)
+            -> isize;
     }
 
     /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot
@@ -75,6 +77,21 @@ pub(crate) mod iface {
     pub(crate) unsafe fn settled(cm_id: *mut bindings::iw_cm_id) -> bool {
         // SAFETY: guaranteed by the caller.
         unsafe { iwcm_kunit_settled(cm_id) }
+    }
+
+    /// The debugfs table line of `cm_id` into `buf`: its length, or
+    /// `None` when it does not fit.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` is a live cm_id of iw_cm.ko the caller holds a reference on.
+    pub(crate) unsafe fn table_line(
+        cm_id: *mut bindings::iw_cm_id,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        // SAFETY: the caller's guarantee; `buf` is writable for its length.
+        let n = unsafe { iwcm_kunit_table_line(cm_id, buf.as_mut_ptr(), buf.len()) };
+        usize::try_from(n).ok()
     }
 
     /// Faults of devices whose `iw_connect` op is `connect_op` are

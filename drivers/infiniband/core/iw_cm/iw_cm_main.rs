@@ -67,6 +67,32 @@ mod c {
         pub(crate) fn iwcm_c_module_put();
         /// `copy_from_kernel_nofault()` of an untrusted provider pointer:
         /// 0, or -EFAULT for an unreadable (or first-page) address.
+        /// `snprintf(buf, len, "%ps", f)`.
+        pub(crate) fn iwcm_c_format_symbol(
+            buf: *mut kernel::ffi::c_char,
+            len: usize,
+            f: *const core::ffi::c_void,
+        ) -> core::ffi::c_int;
+        /// `snprintf(buf, len, "%pISpc", a)`, or "-" for an unset address.
+        pub(crate) fn iwcm_c_format_addr(
+            buf: *mut kernel::ffi::c_char,
+            len: usize,
+            a: *const crate::bindings::__kernel_sockaddr_storage,
+        ) -> core::ffi::c_int;
+        /// Arms the stuck-handler watch unless it is pending or off.
+        pub(crate) fn iwcm_c_stuck_arm();
+        /// Cancels the stuck-handler watch (module exit).
+        pub(crate) fn iwcm_c_stuck_exit();
+        /// The stuck-handler report line (rate-limited).
+        pub(crate) fn iwcm_c_report_stuck(
+            id: u64,
+            state: *const kernel::ffi::c_char,
+            event: *const kernel::ffi::c_char,
+            handler: *const core::ffi::c_void,
+            dev: *const kernel::ffi::c_char,
+            ms: u64,
+            done: bool,
+        );
         pub(crate) fn iwcm_c_copy_pdata(
             dst: *mut core::ffi::c_void,
             src: *const core::ffi::c_void,
@@ -184,11 +210,29 @@ unsafe fn iwpm_exit_iwcm() {
     unsafe { bindings::iwpm_exit(bindings::RDMA_NL_IWCM as u8) };
 }
 
+/// The stuck-handler watch (iw_cm_exports.c): cancelled when dropped, and
+/// the table's storage freed (`cm_id::table::exit`).  It
+/// is armed only by deliveries, so nothing arms it again once every cm_id
+/// is gone, which module exit requires.
+struct StuckWatch;
+
+impl Drop for StuckWatch {
+    fn drop(&mut self) {
+        // SAFETY: `cancel_delayed_work_sync` of the static watch; process
+        // context (module exit or a failed init).
+        unsafe { c::iwcm_c_stuck_exit() };
+        // The watch walked the table: free its storage after it.
+        cm_id::table::exit();
+    }
+}
+
 /// The module state.  Fields are dropped in declaration order, the reverse
 /// of their registration in `init` (iwcm.c's iw_cm_cleanup order); a
 /// failed `init` drops what it registered so far, in reverse.
 struct IwCmModule {
-    _cm_ids: Pin<KBox<debugfs::File<&'static cm_id::LiveCount>>>,
+    _cm_ids: Pin<KBox<debugfs::File<&'static cm_id::table::CmIdTable>>>,
+    _count: Pin<KBox<debugfs::File<&'static cm_id::LiveCount>>>,
+    _stuck_watch: StuckWatch,
     _debugfs: debugfs::Dir,
     _fault: FaultAttr,
     _netlink: Netlink,
@@ -199,15 +243,23 @@ struct IwCmModule {
 
 impl kernel::Module for IwCmModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: once, here, before any cm_id can be created.
+        unsafe { cm_id::table::init() };
         let port_mapper = PortMapperClient::new()?;
         let queue = DeliveryQueue::new()?;
         let sysctl = Sysctl::new()?;
         let netlink = Netlink::new()?;
         let fault = FaultAttr::new()?;
         let dir = debugfs::Dir::new(c"iw_cm");
-        let cm_ids = KBox::pin_init(dir.read_only_file(c"cm_ids", &cm_id::LIVE), GFP_KERNEL)?;
+        let count = KBox::pin_init(dir.read_only_file(c"count", &cm_id::LIVE), GFP_KERNEL)?;
+        let cm_ids = KBox::pin_init(
+            dir.read_only_file(c"cm_ids", &cm_id::table::TABLE),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
             _cm_ids: cm_ids,
+            _count: count,
+            _stuck_watch: StuckWatch,
             _debugfs: dir,
             _fault: fault,
             _netlink: netlink,

@@ -796,6 +796,86 @@ mod tests {
     /// allocates one work entry each); a large backlog must not need one
     /// physically contiguous allocation.  20000 slots are about 6 MB, more
     /// than kmalloc can give (KMALLOC_MAX_SIZE, 4 MB on x86_64).
+    /// The fields of `id`'s debugfs table line (iw_cm/cm_ids), split at
+    /// spaces into `out`; their number.
+    fn table_fields<'a>(
+        id: *mut bindings::iw_cm_id,
+        buf: &'a mut [u8],
+        out: &mut [&'a str],
+    ) -> usize {
+        // SAFETY: `id` is live and owned by the calling test.
+        let Some(n) = (unsafe { iface::table_line(id, buf) }) else {
+            return 0;
+        };
+        let line = core::str::from_utf8(&buf[..n]).unwrap_or("");
+        let mut k = 0;
+        for f in line.trim_end().split(' ') {
+            if k == out.len() {
+                return out.len() + 1;
+            }
+            out[k] = f;
+            k += 1;
+        }
+        k
+    }
+
+    #[test]
+    fn table_line_names_role_state_addresses_handler_and_references() -> Result {
+        reset();
+        let base = iface::live();
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 14)?;
+        let a = create(&mut dev, 15)?;
+        // Columns: id role state dev local remote mapped_local
+        // mapped_remote queued delivering_ms event handler qp provider_refs.
+        let lid = {
+            let (mut buf, mut f) = ([0u8; 512], [""; 16]);
+            assert_eq!(table_fields(l, &mut buf, &mut f), 14);
+            assert!(f[0].parse::<u64>().is_ok());
+            assert_eq!(f[1], "-");
+            assert_eq!(f[2], "Idle");
+            assert!(!f[3].is_empty());
+            assert_eq!(f[4], "192.0.2.1:4420");
+            assert_eq!(f[5], "192.0.2.2:4420");
+            // Not mapped yet: unset.
+            assert_eq!(f[6], "-");
+            assert_eq!((f[8], f[9], f[10]), ("0", "-", "-"));
+            // The fake ULP's handler, by symbol (`%ps`), not by address.
+            assert!(f[11].contains("ulp_handler"));
+            assert_eq!((f[12], f[13]), ("0", "0"));
+            f[0].parse::<u64>().unwrap_or(0)
+        };
+
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+        {
+            let (mut buf, mut f) = ([0u8; 512], [""; 16]);
+            assert_eq!(table_fields(l, &mut buf, &mut f), 14);
+            assert_eq!(f[0].parse::<u64>().unwrap_or(0), lid);
+            assert_eq!((f[1], f[2]), ("listener", "Listen"));
+            assert_eq!(f[6], "192.0.2.1:4420");
+        }
+
+        assert_eq!(connect(a), 0);
+        {
+            let (mut buf, mut f) = ([0u8; 512], [""; 16]);
+            assert_eq!(table_fields(a, &mut buf, &mut f), 14);
+            assert!(f[0].parse::<u64>().unwrap_or(0) > lid);
+            // iw_cm holds the QP from connect on; the fake provider took
+            // its reference on the cm_id in connect.
+            assert_eq!((f[1], f[2], f[12], f[13]), ("active", "ConnSent", "1", "1"));
+        }
+
+        // SAFETY: the test owns both ids.
+        unsafe {
+            bindings::iw_destroy_cm_id(a);
+            bindings::iw_destroy_cm_id(l);
+        }
+        provider_release(a);
+        assert!(wait_live(base));
+        Ok(())
+    }
+
     #[test]
     fn listen_with_a_backlog_beyond_kmalloc_max() -> Result {
         reset();

@@ -8,7 +8,7 @@
 //! alone runs no test, prints nothing and registers nothing.
 //!
 //! The suite reaches the code under test through the nine exported
-//! functions of include/rdma/iw_cm.h and these four.
+//! functions of include/rdma/iw_cm.h and these five.
 
 use crate::bindings;
 use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
@@ -70,4 +70,56 @@ pub unsafe extern "C" fn iwcm_kunit_settled(cm_id: *mut bindings::iw_cm_id) -> b
 pub extern "C" fn iwcm_kunit_expect_faults(connect_op: *const c_void, quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
     EXPECTED_CONNECT_OP.store(connect_op as usize, Ordering::Release);
+}
+
+/// Writes the debugfs table line of `cm_id` into `buf` (`len` bytes, NUL
+/// terminated); returns its length, or -ENOSPC when it does not fit.  Takes
+/// the cm_id's lock (interrupts off); does not sleep.
+///
+/// # Safety
+///
+/// `cm_id` is a live cm_id of this module on which the caller holds a
+/// reference; `buf` is writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn iwcm_kunit_table_line(
+    cm_id: *mut bindings::iw_cm_id,
+    buf: *mut u8,
+    len: usize,
+) -> isize {
+    if buf.is_null() || len == 0 {
+        return kernel::error::code::ENOSPC.to_errno() as isize;
+    }
+    // SAFETY: `buf` is writable for `len` bytes (caller).
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    let mut w = LineBuf {
+        out,
+        n: 0,
+        full: false,
+    };
+    // SAFETY: guaranteed by the caller.
+    let r = unsafe { crate::cm_id::table::write_line_of(cm_id, &mut w) };
+    if r.is_err() || w.full {
+        return kernel::error::code::ENOSPC.to_errno() as isize;
+    }
+    w.out[w.n] = 0;
+    w.n as isize
+}
+
+/// A `fmt::Write` into a byte buffer that keeps room for a NUL.
+struct LineBuf<'a> {
+    out: &'a mut [u8],
+    n: usize,
+    full: bool,
+}
+
+impl core::fmt::Write for LineBuf<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        if self.n + s.len() >= self.out.len() {
+            self.full = true;
+            return Err(core::fmt::Error);
+        }
+        self.out[self.n..self.n + s.len()].copy_from_slice(s.as_bytes());
+        self.n += s.len();
+        Ok(())
+    }
 }

@@ -5,6 +5,7 @@
 //! `cm_work_handler`, `process_event` and the `cm_*_handler`s).
 
 use super::*;
+use kernel::time::{Instant, Monotonic};
 
 impl CmId {
     // ---- delivery ---------------------------------------------------------
@@ -74,7 +75,7 @@ impl CmId {
                 }
             };
             g.state = next;
-            g.delivering = me;
+            Self::delivery_begins(&mut g, me, ev.raw.event_type());
             let qp = g.take_qp(actions);
             drop(g);
             // The QP reference goes before the ULP hears CLOSE or a failed
@@ -101,7 +102,15 @@ impl CmId {
                         ev.raw.set_addrs(l, r);
                     }
                 }
+                let t0 = Instant::<Monotonic>::now();
                 ret = self.raw.call_handler(&mut ev.raw);
+                trace::iw_cm_event_delivered(
+                    self.table_id,
+                    ev.raw.raw_type() as i32,
+                    ev.raw.status(),
+                    ret,
+                    t0.elapsed().as_nanos().max(0) as u64,
+                );
             }
             if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
                 self.waiters.notify_all();
@@ -114,11 +123,13 @@ impl CmId {
                 // we give back the ULP's reference ourselves.
                 self.destroy_for_handler();
             }
-            {
+            let returned = {
                 let mut g = self.inner.lock();
-                g.delivering = 0;
+                let r = self.delivery_ends(&mut g);
                 g.handled += 1;
-            }
+                r
+            };
+            self.report_returned(returned);
             self.waiters.notify_all();
         }
     }
@@ -178,9 +189,10 @@ impl CmId {
         {
             let mut g = child.inner.lock();
             g.state = State::ConnRecv;
+            g.role = table::Role::Passive;
             // The child's first event is this request: its own later events
             // wait until the request's delivery is done.
-            g.delivering = current_task();
+            Self::delivery_begins(&mut g, current_task(), Some(EventType::ConnectRequest));
         }
         // The ULP's reference on the child: handed out with the request,
         // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
@@ -188,7 +200,16 @@ impl CmId {
         let listening = self.inner.lock().state == State::Listen;
         let ok = listening && child.reserve_events(PASSIVE_EVENT_SLOTS).is_ok();
         let ret = if ok {
-            child.raw.call_handler(&mut ev.raw)
+            let t0 = Instant::<Monotonic>::now();
+            let ret = child.raw.call_handler(&mut ev.raw);
+            trace::iw_cm_event_delivered(
+                child.table_id,
+                ev.raw.raw_type() as i32,
+                ev.raw.status(),
+                ret,
+                t0.elapsed().as_nanos().max(0) as u64,
+            );
+            ret
         } else {
             -1
         };
@@ -199,14 +220,16 @@ impl CmId {
             let _ = child.reject(&[]);
             child.destroy_for_handler();
         }
-        {
+        let returned = {
             let mut g = child.inner.lock();
-            g.delivering = 0;
+            let r = child.delivery_ends(&mut g);
             if g.events.len > 0 {
                 drop(g);
                 Self::kick(child.as_arc_borrow());
             }
-        }
+            r
+        };
+        child.report_returned(returned);
         child.waiters.notify_all();
     }
 }

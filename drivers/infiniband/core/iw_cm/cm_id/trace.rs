@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The iw_cm tracepoints (trace/iw_cm.h, tracefs `events/iw_cm/`), called
+//! from Rust as the kernel's `declare_trace!` does for in-tree code: test
+//! the tracepoint's static key, and only when it is on call the C helper
+//! `rust_do_trace_<name>` (iw_cm_trace.c, `CREATE_RUST_TRACE_POINTS`).
+//! Built with `IWCM_NO_TRACEPOINTS=1` (Kbuild), the calls are compiled out:
+//! the A/B benchmark's baseline.
+//! `declare_trace!` itself names the key through `kernel::bindings`, which
+//! an out-of-tree module's tracepoints are not part of, hence this copy.
+//! Disabled, a tracepoint costs the key test (a patched-out jump with
+//! `CONFIG_JUMP_LABEL`, a load and compare without).  Any context.
+
+use kernel::ffi::c_char;
+
+macro_rules! iw_cm_trace {
+    ($($(#[$attr:meta])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?);)*) => {$(
+        kernel::macros::paste! {
+            // The key is only used by address (bindgen's `tracepoint`
+            // holds types the FFI lint does not accept).
+            #[allow(improper_ctypes)]
+            extern "C" {
+                static [<__tracepoint_ $name>]: kernel::bindings::tracepoint;
+                fn [<rust_do_trace_ $name>]($($arg: $ty),*);
+            }
+
+            $(#[$attr])*
+            #[inline(always)]
+            pub(crate) fn $name($($arg: $ty),*) {
+                #[cfg(all(CONFIG_TRACEPOINTS, not(iwcm_no_tracepoints)))]
+                {
+                    // SAFETY: querying a tracepoint's static key is always
+                    // allowed; the key is defined in iw_cm_trace.c.
+                    let on = unsafe {
+                        kernel::jump_label::static_branch_unlikely!(
+                            [<__tracepoint_ $name>],
+                            kernel::bindings::tracepoint,
+                            key
+                        )
+                    };
+                    if on {
+                        // SAFETY: the helper takes plain values and C
+                        // strings that the caller keeps valid for the call
+                        // (the probes copy them).
+                        unsafe { [<rust_do_trace_ $name>]($($arg),*) };
+                    }
+                }
+                #[cfg(any(not(CONFIG_TRACEPOINTS), iwcm_no_tracepoints))]
+                {
+                    $( let _ = $arg; )*
+                }
+            }
+        }
+    )*};
+}
+
+iw_cm_trace! {
+    /// A cm_id was created (`id`: its table number; `dev`: its device's
+    /// name, NUL-terminated, valid for the call).
+    fn iw_cm_id_create(id: u64, dev: *const c_char);
+    /// A cm_id's last reference went (from its destructor).
+    fn iw_cm_id_destroy(id: u64, dev: *const c_char);
+    /// The provider's event was queued (`event`: `enum iw_cm_event_type`).
+    fn iw_cm_event_queued(id: u64, event: i32, status: i32);
+    /// An event was delivered to the ULP's handler, which returned `ret`
+    /// after `duration_ns`.
+    fn iw_cm_event_delivered(id: u64, event: i32, status: i32, ret: i32, duration_ns: u64);
+    /// iw_cm took (`taken`) or dropped its reference on QP `qpn`.
+    fn iw_cm_qp_ref(id: u64, qpn: u32, taken: bool);
+    /// A provider fault (`site`: the call site, NUL-terminated and static).
+    fn iw_cm_provider_fault(dev: *const c_char, site: *const c_char);
+}

@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# The stuck-handler report (Documentation/iw_cm.rst, "Observing cm_ids"):
+# the sample ULP's target sleeps STALL_MS in the CONNECT_REQUEST handler of
+# its admin queue (module parameters stall_qid=0 stall_ms=...), with the
+# Rust iw_cm's stuck_handler_ms set to THRESHOLD_MS.  Within THRESHOLD_MS +
+# 5 s the kernel log must name the stalled cm_id, its handler and the
+# event, and the table (debugfs iw_cm/cm_ids) must show its delivery
+# running; meanwhile an rping pair on another listener connects and pings
+# (the stalled handler holds up nobody else); when the handler returns,
+# the report says so with the duration.  The C iw_cm has neither report
+# nor table: SKIP.
+. "$(dirname "$0")/lib.sh"
+
+# Below the sample host's 10 s connect timeout.
+STALL_MS=${IWCM_STUCK_STALL_MS:-9000}
+THRESHOLD_MS=${IWCM_STUCK_THRESHOLD_MS:-2000}
+SAMPLE_KO=${SAMPLE_KO:-$IWCM_TOP/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
+PARAM=/sys/module/iw_cm/parameters/stuck_handler_ms
+TABLE=/sys/kernel/debug/iw_cm/cm_ids
+
+iwcm_init stuck_handler 8 rping insmod rmmod modinfo
+[ "$IWCM_IMPL" = rust ] || iwcm_skip_all "the C iw_cm has no stuck-handler report and no cm_id table"
+[ -f "$SAMPLE_KO" ] || iwcm_skip_all "no sample ULP at $SAMPLE_KO (make modules)"
+iwcm_setup_or_bail
+
+old=$(cat "$PARAM")
+echo "$THRESHOLD_MS" > "$PARAM"
+iwcm_check "stuck_handler_ms set to $THRESHOLD_MS" [ "$(cat "$PARAM")" = "$THRESHOLD_MS" ]
+
+# Another listener, up before the stall, for the connection made during it.
+iwcm_spawn srv "$IWCM_TMP/rping-s.log" rping -s -a "$IWCM_ADDR" -p 7600 -C 3
+iwcm_wait_listen 7600
+
+for d in $(modinfo -F depends "$SAMPLE_KO" 2>/dev/null | tr , ' '); do
+	modprobe "$d"
+done
+t0=$(__iwcm_now)
+# insmod returns once the host is connected, after the stall.
+iwcm_spawn ins "$IWCM_TMP/insmod.log" insmod "$SAMPLE_KO" role=both addr="$IWCM_ADDR" \
+	nr_io_queues=2 stall_qid=0 stall_ms="$STALL_MS"
+
+# The report, within the threshold + 5 s of the stall's start.
+stall_line() { dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -m1 "target: queue 0 CONNECT_REQUEST handler stalls"; }
+report_line() { dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -m1 -E "iw_cm: cm_id [0-9]+ \(siw0, ConnRecv\): handler [^ ]+ .*has been handling ConnectRequest for [0-9]+ ms"; }
+iwcm_wait_for 10 stall_line >/dev/null
+ts=$(__iwcm_now)
+if iwcm_wait_for $((THRESHOLD_MS / 1000 + 5)) report_line >/dev/null; then
+	r=$(report_line)
+	iwcm_log "after $(__iwcm_elapsed "$ts") s: ${r#*] }"
+	ktap_test_pass "report names the stalled cm_id, its handler and CONNECT_REQUEST within $((THRESHOLD_MS / 1000 + 5)) s"
+	sid=$(sed -n 's/.*iw_cm: cm_id \([0-9]*\) .*/\1/p' <<<"$r")
+else
+	dmesg | tail -n 20 | while IFS= read -r l; do iwcm_log "dmesg: $l"; done
+	ktap_test_fail "report names the stalled cm_id, its handler and CONNECT_REQUEST within $((THRESHOLD_MS / 1000 + 5)) s"
+	sid=
+fi
+
+# The table shows that cm_id's delivery running for at least the threshold.
+row=$(awk -v id="${sid:-x}" 'NR > 2 && $1 == id' "$TABLE")
+iwcm_log "table row: $row"
+ms=$(awk '{ print $10 }' <<<"$row")
+iwcm_check "table: cm_id ${sid:-?} passive, ConnRecv, delivering ConnectRequest for >= $THRESHOLD_MS ms" \
+	eval '[ -n "$row" ] && [ "$(awk "{ print \$2, \$3, \$11 }" <<<"$row")" = "passive ConnRecv ConnectRequest" ] && [ "${ms:-0}" -ge "$THRESHOLD_MS" ]'
+
+# Meanwhile another listener's connections go on.
+timeout 30 rping -c -a "$IWCM_ADDR" -p 7600 -C 3 -v >"$IWCM_TMP/rping-c.log" 2>&1
+rc=$?
+still=$(dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -c "returned from ConnectRequest")
+iwcm_log "rping exit $rc, $(grep -c '^ping data' "$IWCM_TMP/rping-c.log") pings, stalled handler returned: $still"
+iwcm_check "rping on another listener pings while the handler is stalled" \
+	eval '[ $rc -eq 0 ] && [ "$(grep -c "^ping data" "$IWCM_TMP/rping-c.log")" -eq 3 ] && [ "$still" -eq 0 ]'
+
+iwcm_wait "$ins" 30 >/dev/null
+irc=$?
+iwcm_show_log "$IWCM_TMP/insmod.log"
+iwcm_check "sample connected after the stall (insmod exit $irc)" [ "$irc" -eq 0 ]
+done_line=$(dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -m1 -E "iw_cm: cm_id ${sid:-x} .*returned from ConnectRequest after [0-9]+ ms")
+iwcm_log "${done_line#*] }"
+dms=$(sed -n 's/.* after \([0-9]*\) ms$/\1/p' <<<"$done_line")
+iwcm_check "report says when the handler returned (>= $STALL_MS ms)" [ "${dms:-0}" -ge "$STALL_MS" ]
+iwcm_log "stalled for $(__iwcm_elapsed "$t0") s in all"
+
+rmmod rust_rdma_ulp 2>"$IWCM_TMP/rmmod.log"
+iwcm_check "rmmod rust_rdma_ulp" [ $? -eq 0 ]
+echo "$old" > "$PARAM"
+iwcm_finish
