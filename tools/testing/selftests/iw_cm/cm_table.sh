@@ -76,8 +76,9 @@ iwcm_spawn srv "$IWCM_TMP/cmtime-s.log" cmtime -b "$IWCM_ADDR"
 iwcm_wait_listen 7471
 timeout -k 5 240 cmtime -s "$IWCM_ADDR" -c 500 >"$IWCM_TMP/cmtime-c.log" 2>&1 &
 cm=$!
-# A look at the table mid-run, for the log.
-sleep 4
+# A look at the table mid-run (once connections are in it), for the log.
+many() { [ "$(sed -n 1p "$TABLE")" -ge 20 ] 2>/dev/null; }
+iwcm_wait_for 60 many
 head -n 8 "$TABLE" | while IFS= read -r l; do iwcm_log "table: $l"; done
 wait "$cm"
 rc=$?
