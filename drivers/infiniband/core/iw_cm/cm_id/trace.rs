@@ -19,6 +19,7 @@ macro_rules! iw_cm_trace {
             // The key is only used by address (bindgen's `tracepoint`
             // holds types the FFI lint does not accept).
             #[allow(improper_ctypes)]
+            #[cfg(all(CONFIG_TRACEPOINTS, not(iwcm_no_tracepoints)))]
             extern "C" {
                 static [<__tracepoint_ $name>]: kernel::bindings::tracepoint;
                 fn [<rust_do_trace_ $name>]($($arg: $ty),*);
