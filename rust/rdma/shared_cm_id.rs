@@ -72,12 +72,26 @@ impl SharedCmId {
         self.0.get()
     }
 
-    /// The ULP's handler and context (set at creation, never changed).
+    /// The ULP's handler and context (set at creation; rdma_cm changes a
+    /// child's `cm_handler` inside its own CONNECT_REQUEST handler, which
+    /// is the only concurrent write: this module reads it for the call, in
+    /// the delivery of that cm_id, and for a new child).
     pub(crate) fn handler_context(&self) -> (CmHandler, *mut c_void) {
         let p = self.as_ptr();
         // SAFETY: `p` is valid (type invariant); these fields are written
         // only at creation.
         unsafe { ((*p).cm_handler, (*p).context) }
+    }
+
+    /// The address of the handler set now (0: none), for a report: a
+    /// volatile read, as rdma_cm may be changing it (see
+    /// [`SharedCmId::handler_context`]).  Any context.
+    pub(crate) fn handler_now(&self) -> usize {
+        let p = self.as_ptr();
+        // SAFETY: `p` is valid (type invariant); a volatile read of a
+        // function pointer field that another thread may be storing.
+        let h = unsafe { core::ptr::read_volatile(&raw const (*p).cm_handler) };
+        h.map_or(0, |f| f as usize)
     }
 
     /// Calls the ULP's handler (`cm_handler`, set at creation) with this

@@ -24,6 +24,9 @@ ctx=${3:?context}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 export IWCM_TOP=$top
+# siw endpoint accounting (lib.sh) logs two lines per endpoint: off for
+# stress and benchmark runs.
+export IWCM_SIW_EP_CHECK=${IWCM_SIW_EP_CHECK:-0}
 if [ -z "${KSELFTEST_DIR:-}" ] && [ -n "${KSRC:-}" ]; then
 	export KSELFTEST_DIR=$KSRC/tools/testing/selftests
 fi

@@ -36,6 +36,9 @@ while getopts "c:m:s:" o; do
 	esac
 done
 export IWCM_IMPL=${IWCM_IMPL:-rust}
+# siw endpoint accounting (lib.sh) logs two lines per endpoint: off for
+# stress and benchmark runs.
+export IWCM_SIW_EP_CHECK=${IWCM_SIW_EP_CHECK:-0}
 # lib.sh gives load_iw_cm, the siw bring-up and the process helpers.
 # shellcheck source=/dev/null
 . "$top/tools/kernel/env.sh" >/dev/null 2>&1

@@ -42,10 +42,12 @@
 //! `CmId::inner` (a `SpinLockIrq`) is the per-cm_id lock.  It is
 //! taken inside whatever locks the provider holds when it calls
 //! `event_handler`, `add_ref` or `rem_ref` (siw may call from softirq
-//! context), and nothing is taken inside it: it is never held across a
+//! context), and no lock of ours is taken inside it (only the stuck-handler
+//! watch's `queue_delayed_work` and the tracepoint probes run under it,
+//! both any-context): it is never held across a
 //! call into the provider, the ULP's handler, the port mapper, a QP
 //! reference's release (`ib_qp` `rem_ref` may sleep in the provider's
-//! destroy path) or a workqueue enqueue, and at most
+//! destroy path) or a cm_id's work enqueue, and at most
 //! one cm_id's `inner` is held at a time (a listener and its child are
 //! locked one after the other).  `CmId::waiters` waits on `inner`.
 
@@ -70,7 +72,7 @@ use kernel::{
 };
 use upcall::{cm_add_ref, cm_event_handler, cm_rem_ref};
 
-/// The number of live cm_ids (debugfs iw_cm/cm_ids).
+/// The number of live cm_ids (debugfs iw_cm/count).
 pub(crate) type LiveCount = AtomicUsize;
 /// See [`LiveCount`].
 pub(crate) static LIVE: LiveCount = AtomicUsize::new(0);
@@ -114,6 +116,9 @@ pub(crate) fn fault_log(dev: Option<&IwDevice>) -> FaultLog {
 /// The `iw_cm_provider_fault` tracepoint for a fault at `site` (a
 /// NUL-terminated literal) on `dev`.  Any context.
 fn trace_provider_fault(dev: Option<&IwDevice>, site: &'static str) {
+    if !trace::iw_cm_provider_fault_enabled() {
+        return;
+    }
     let name = dev.map_or(c"".as_char_ptr(), dev_name_ptr);
     trace::iw_cm_provider_fault(name, site.as_ptr().cast());
 }
@@ -363,7 +368,9 @@ impl CmId {
         // Before the table entry: the destructor counts it down either way.
         LIVE.fetch_add(1, Ordering::Relaxed);
         table::register(&id)?;
-        trace::iw_cm_id_create(table_id, dev_name_ptr(&id.dev));
+        if trace::iw_cm_id_create_enabled() {
+            trace::iw_cm_id_create(table_id, dev_name_ptr(&id.dev));
+        }
         Ok(id)
     }
 
@@ -786,7 +793,9 @@ impl PinnedDrop for CmId {
     fn drop(self: Pin<&mut Self>) {
         // First: the table's readers see only cm_ids whose fields are intact.
         table::unregister(&self);
-        trace::iw_cm_id_destroy(self.table_id, dev_name_ptr(&self.dev));
+        if trace::iw_cm_id_destroy_enabled() {
+            trace::iw_cm_id_destroy(self.table_id, dev_name_ptr(&self.dev));
+        }
         LIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }

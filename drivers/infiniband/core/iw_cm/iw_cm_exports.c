@@ -49,7 +49,7 @@ bool iwcm_c_should_fail_alloc(size_t size);
 int iwcm_c_copy_pdata(void *dst, const void *src, size_t len);
 int iwcm_c_format_symbol(char *buf, size_t len, const void *fn);
 int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a);
-unsigned int iwcm_c_stuck_handler_ms(void);
+bool iwcm_c_stuck_ratelimit(void);
 void iwcm_c_stuck_arm(void);
 void iwcm_c_stuck_exit(void);
 void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
@@ -155,9 +155,10 @@ static void iwcm_stuck_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(iwcm_stuck_work, iwcm_stuck_fn);
 static DEFINE_RATELIMIT_STATE(iwcm_stuck_rs, 5 * HZ, 10);
 
-unsigned int iwcm_c_stuck_handler_ms(void)
+/* Any context: whether the next stuck-handler line may be printed. */
+bool iwcm_c_stuck_ratelimit(void)
 {
-	return READ_ONCE(stuck_handler_ms);
+	return __ratelimit(&iwcm_stuck_rs);
 }
 
 static void iwcm_stuck_fn(struct work_struct *work)
@@ -181,12 +182,10 @@ void iwcm_c_stuck_exit(void)
 	cancel_delayed_work_sync(&iwcm_stuck_work);
 }
 
-/* Process context. */
+/* Process context; the caller took the rate limit's decision. */
 void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
 			 const void *handler, const char *dev, u64 ms, bool done)
 {
-	if (!__ratelimit(&iwcm_stuck_rs))
-		return;
 	if (done)
 		pr_info("iw_cm: cm_id %llu (%s, %s): handler %ps returned from %s after %llu ms\n",
 			id, dev, state, handler, event, ms);

@@ -65,8 +65,6 @@ mod c {
         pub(crate) fn iwcm_c_module_get() -> bool;
         /// `module_put(THIS_MODULE)`.
         pub(crate) fn iwcm_c_module_put();
-        /// `copy_from_kernel_nofault()` of an untrusted provider pointer:
-        /// 0, or -EFAULT for an unreadable (or first-page) address.
         /// `snprintf(buf, len, "%ps", f)`.
         pub(crate) fn iwcm_c_format_symbol(
             buf: *mut kernel::ffi::c_char,
@@ -79,11 +77,14 @@ mod c {
             len: usize,
             a: *const crate::bindings::__kernel_sockaddr_storage,
         ) -> core::ffi::c_int;
+        /// Whether the next stuck-handler line may be printed (the rate
+        /// limit, 10 lines per 5 s).
+        pub(crate) fn iwcm_c_stuck_ratelimit() -> bool;
         /// Arms the stuck-handler watch unless it is pending or off.
         pub(crate) fn iwcm_c_stuck_arm();
         /// Cancels the stuck-handler watch (module exit).
         pub(crate) fn iwcm_c_stuck_exit();
-        /// The stuck-handler report line (rate-limited).
+        /// The stuck-handler report line.
         pub(crate) fn iwcm_c_report_stuck(
             id: u64,
             state: *const kernel::ffi::c_char,
@@ -93,6 +94,8 @@ mod c {
             ms: u64,
             done: bool,
         );
+        /// `copy_from_kernel_nofault()` of an untrusted provider pointer:
+        /// 0, or -EFAULT for an unreadable (or first-page) address.
         pub(crate) fn iwcm_c_copy_pdata(
             dst: *mut core::ffi::c_void,
             src: *const core::ffi::c_void,

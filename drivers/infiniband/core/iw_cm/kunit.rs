@@ -792,10 +792,6 @@ mod tests {
         Ok(())
     }
 
-    /// A listener's event ring needs one slot per backlog entry (iwcm.c
-    /// allocates one work entry each); a large backlog must not need one
-    /// physically contiguous allocation.  20000 slots are about 6 MB, more
-    /// than kmalloc can give (KMALLOC_MAX_SIZE, 4 MB on x86_64).
     /// The fields of `id`'s debugfs table line (iw_cm/cm_ids), split at
     /// spaces into `out`; their number.
     fn table_fields<'a>(
@@ -876,6 +872,10 @@ mod tests {
         Ok(())
     }
 
+    /// A listener's event ring needs one slot per backlog entry (iwcm.c
+    /// allocates one work entry each); a large backlog must not need one
+    /// physically contiguous allocation.  20000 slots are about 6 MB, more
+    /// than kmalloc can give (KMALLOC_MAX_SIZE, 4 MB on x86_64).
     #[test]
     fn listen_with_a_backlog_beyond_kmalloc_max() -> Result {
         reset();

@@ -79,7 +79,7 @@ iwcm_check "pairs after iwpmd was killed connect without it ($after failed)" [ $
 iwcm_check "iwpmd restarted, and a pair connects through it" eval 'start_iwpmd && pair 99'
 kill -9 "$IWPMD" 2>/dev/null
 
-bad=$(dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -c "Invalid sockaddr family")
+bad=$(iwcm_dmesg_since_setup | grep -c "Invalid sockaddr family")
 if [ "$bad" -eq 0 ]; then
 	ktap_test_pass "no 'Invalid sockaddr family' from the port mapper client"
 elif [ "$IWCM_IMPL" = c ]; then

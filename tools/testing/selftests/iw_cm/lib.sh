@@ -72,6 +72,7 @@ IWCM_PIDS=()
 IWCM_SETUP_DONE=0
 IWCM_CMIDS_BASE=
 IWCM_DMESG_BASE=0
+IWCM_DMESG_MARK=
 IWCM_T0=0
 IWCM_NAME=
 IWCM_TMP=
@@ -319,15 +320,30 @@ load_siw() {
 	iwcm_insmod "$IWCM_SIW_KO" "patched siw (tools/testing/siw/build.sh)" "${dd[@]}"
 }
 
+# iwcm_dmesg_since_setup: the kernel log since iwcm_setup's marker; when
+# the marker is gone (the ring buffer wrapped past it), a line saying so,
+# which the splat check counts as a failure.
+iwcm_dmesg_since_setup() {
+	if [ -z "$IWCM_DMESG_MARK" ]; then
+		dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))"
+		return
+	fi
+	dmesg | awk -v m="$IWCM_DMESG_MARK" '
+		f { print } index($0, m) { f = 1 }
+		END { if (!f) print "iwcm: kernel log wrapped past this test'"'"'s setup marker: lines lost" }'
+}
+
 # iwcm_siw_endpoints_left: the siw endpoints allocated since setup and not
-# freed ("CEP[hashed pointer]", one per line).  An address the allocator
-# reuses appears once per allocation and once per free.
+# freed ("CEP[hashed pointer]", one per line).  Per address, the last of
+# its allocation and free lines counts (an address the allocator reuses
+# appears once per allocation and once per free; an endpoint from before
+# setup freed now is not one of them).
 iwcm_siw_endpoints_left() {
-	dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | awk '
+	iwcm_dmesg_since_setup | awk '
 		match($0, /CEP\[0x[0-9a-f]+\] siw_cep_alloc: new endpoint/) {
-			n[substr($0, RSTART, 23)]++ }
+			n[substr($0, RSTART, 23)] = 1 }
 		match($0, /CEP\[0x[0-9a-f]+\] __siw_cep_dealloc: free endpoint/) {
-			n[substr($0, RSTART, 23)]-- }
+			n[substr($0, RSTART, 23)] = 0 }
 		END { for (c in n) if (n[c] > 0) print c }'
 }
 __iwcm_siw_endpoints_freed() { [ -z "$(iwcm_siw_endpoints_left)" ]; }
@@ -397,6 +413,10 @@ iwcm_setup() {
 	fi
 	IWCM_CMIDS_BASE=$(iwcm_cm_ids)
 	IWCM_DMESG_BASE=$(dmesg | wc -l)
+	# The kernel log from here on, found by a marker rather than a line
+	# count (which goes wrong once the ring buffer has wrapped).
+	IWCM_DMESG_MARK="iwcm-selftest: $IWCM_NAME setup $$ $(date +%s%N)"
+	echo "$IWCM_DMESG_MARK" > /dev/kmsg
 	return 0
 }
 
@@ -582,9 +602,9 @@ iwcm_check_no_leak() {
 }
 
 # Kernel messages since setup that are splats.
-IWCM_SPLAT_RE='WARNING:|BUG:|Oops|INFO: task .* blocked|possible (recursive|circular) locking|general protection|UBSAN:|KASAN:|unreferenced object|kernel BUG|refcount_t:'
+IWCM_SPLAT_RE='WARNING:|BUG:|Oops|INFO: task .* blocked|possible (recursive|circular) locking|general protection|UBSAN:|KASAN:|unreferenced object|kernel BUG|refcount_t:|iwcm: kernel log wrapped'
 iwcm_new_splats() {
-	dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -E "$IWCM_SPLAT_RE"
+	iwcm_dmesg_since_setup | grep -E "$IWCM_SPLAT_RE"
 }
 
 # iwcm_finish: the leak checks (2 results), teardown + splat check (1
@@ -603,7 +623,13 @@ iwcm_finish() {
 		if [ $acct = 1 ] && ! iwcm_wait_for 10 __iwcm_siw_endpoints_freed; then
 			eps=$(iwcm_siw_endpoints_left)
 		fi
-		if [ $rc -eq 0 ] && [ -z "$splats" ] && [ -z "$eps" ]; then
+		if [ $rc -eq 0 ] && [ -z "$splats" ] && [ -n "$eps" ] && [ "$IWCM_SIW" = stock ]; then
+			# Upstream siw leaks an endpoint whose peer never completes
+			# its MPA request (tools/testing/siw/0006 fixes it): known,
+			# outside iw_cm.
+			ktap_print_msg "siw endpoints never freed: $(wc -l <<<"$eps") (upstream siw, fixed by tools/testing/siw/0006)"
+			ktap_test_xfail "teardown (rdma link delete) without kernel splat; upstream siw leaks endpoints whose MPA request never came"
+		elif [ $rc -eq 0 ] && [ -z "$splats" ] && [ -z "$eps" ]; then
 			ktap_test_pass "teardown (rdma link delete) without kernel splat$([ $acct = 1 ] && echo ", every siw endpoint freed")"
 		else
 			[ -n "$splats" ] && printf '%s\n' "$splats" | head -20 |

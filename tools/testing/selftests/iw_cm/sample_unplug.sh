@@ -56,7 +56,7 @@ NQ=$((SAMPLE_IO_QUEUES + 1))
 # rdma_cm frames, tools/ab/splat_summary.py) and nothing else.
 iwcm_new_splats() {
 	local f=$IWCM_TMP/dmesg-since-setup.txt
-	dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" > "$f"
+	iwcm_dmesg_since_setup > "$f"
 	python3 "$IWCM_TOP/tools/ab/splat_summary.py" --check "$f" > "$IWCM_TMP/splats.txt" 2>&1
 	local rc=$?
 	# Noted on stderr: whatever this prints on stdout counts as a splat.
@@ -158,7 +158,7 @@ all_torn_down() {
 }
 iwcm_check "sample: every queue torn down (host $h_down/$NQ, target $t_down/$t_acc)" all_torn_down
 
-if dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -q "blocked for more than"; then
+if iwcm_dmesg_since_setup | grep -q "blocked for more than"; then
 	ktap_test_fail "no hung task"
 else
 	ktap_test_pass "no hung task"

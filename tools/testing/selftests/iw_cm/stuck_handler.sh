@@ -13,8 +13,9 @@
 # nor table: SKIP.
 . "$(dirname "$0")/lib.sh"
 
-# Below the sample host's 10 s connect timeout.
-STALL_MS=${IWCM_STUCK_STALL_MS:-9000}
+# Well below the sample host's 10 s connect timeout and siw's 10 s MPA
+# reply timer, well above the threshold + the rping made during the stall.
+STALL_MS=${IWCM_STUCK_STALL_MS:-7500}
 THRESHOLD_MS=${IWCM_STUCK_THRESHOLD_MS:-2000}
 SAMPLE_KO=${SAMPLE_KO:-$IWCM_TOP/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
 PARAM=/sys/module/iw_cm/parameters/stuck_handler_ms
@@ -26,6 +27,8 @@ iwcm_init stuck_handler 8 rping insmod rmmod modinfo
 iwcm_setup_or_bail
 
 old=$(cat "$PARAM")
+restore() { echo "$old" > "$PARAM"; }
+trap restore EXIT
 echo "$THRESHOLD_MS" > "$PARAM"
 iwcm_check "stuck_handler_ms set to $THRESHOLD_MS" [ "$(cat "$PARAM")" = "$THRESHOLD_MS" ]
 
@@ -42,8 +45,8 @@ iwcm_spawn ins "$IWCM_TMP/insmod.log" insmod "$SAMPLE_KO" role=both addr="$IWCM_
 	nr_io_queues=2 stall_qid=0 stall_ms="$STALL_MS"
 
 # The report, within the threshold + 5 s of the stall's start.
-stall_line() { dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -m1 "target: queue 0 CONNECT_REQUEST handler stalls"; }
-report_line() { dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -m1 -E "iw_cm: cm_id [0-9]+ \(siw0, ConnRecv\): handler [^ ]+ .*has been handling ConnectRequest for [0-9]+ ms"; }
+stall_line() { iwcm_dmesg_since_setup | grep -m1 "target: queue 0 CONNECT_REQUEST handler stalls"; }
+report_line() { iwcm_dmesg_since_setup | grep -m1 -E "iw_cm: cm_id [0-9]+ \(siw0, ConnRecv\): handler [^ ]+ .*has been handling ConnectRequest for [0-9]+ ms"; }
 iwcm_wait_for 10 stall_line >/dev/null
 ts=$(__iwcm_now)
 if iwcm_wait_for $((THRESHOLD_MS / 1000 + 5)) report_line >/dev/null; then
@@ -67,7 +70,7 @@ iwcm_check "table: cm_id ${sid:-?} passive, ConnRecv, delivering ConnectRequest 
 # Meanwhile another listener's connections go on.
 timeout 30 rping -c -a "$IWCM_ADDR" -p 7600 -C 3 -v >"$IWCM_TMP/rping-c.log" 2>&1
 rc=$?
-still=$(dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -c "returned from ConnectRequest")
+still=$(iwcm_dmesg_since_setup | grep -c "returned from ConnectRequest")
 iwcm_log "rping exit $rc, $(grep -c '^ping data' "$IWCM_TMP/rping-c.log") pings, stalled handler returned: $still"
 iwcm_check "rping on another listener pings while the handler is stalled" \
 	eval '[ $rc -eq 0 ] && [ "$(grep -c "^ping data" "$IWCM_TMP/rping-c.log")" -eq 3 ] && [ "$still" -eq 0 ]'
@@ -76,7 +79,7 @@ iwcm_wait "$ins" 30 >/dev/null
 irc=$?
 iwcm_show_log "$IWCM_TMP/insmod.log"
 iwcm_check "sample connected after the stall (insmod exit $irc)" [ "$irc" -eq 0 ]
-done_line=$(dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))" | grep -m1 -E "iw_cm: cm_id ${sid:-x} .*returned from ConnectRequest after [0-9]+ ms")
+done_line=$(iwcm_dmesg_since_setup | grep -m1 -E "iw_cm: cm_id ${sid:-x} .*returned from ConnectRequest after [0-9]+ ms")
 iwcm_log "${done_line#*] }"
 dms=$(sed -n 's/.* after \([0-9]*\) ms$/\1/p' <<<"$done_line")
 iwcm_check "report says when the handler returned (>= $STALL_MS ms)" [ "${dms:-0}" -ge "$STALL_MS" ]

@@ -75,7 +75,14 @@ impl CmId {
                 }
             };
             g.state = next;
-            Self::delivery_begins(&mut g, me, ev.raw.event_type());
+            // A handler call only with DELIVER (a listener's CONNECT_REQUEST
+            // calls the child's, in `connect_request`).
+            let h = if actions.contains(Actions::DELIVER) {
+                self.raw.handler_now()
+            } else {
+                0
+            };
+            Self::delivery_begins(&mut g, me, ev.raw.event_type(), h);
             let qp = g.take_qp(actions);
             drop(g);
             // The QP reference goes before the ULP hears CLOSE or a failed
@@ -102,15 +109,17 @@ impl CmId {
                         ev.raw.set_addrs(l, r);
                     }
                 }
-                let t0 = Instant::<Monotonic>::now();
+                let t0 = trace::iw_cm_event_delivered_enabled().then(Instant::<Monotonic>::now);
                 ret = self.raw.call_handler(&mut ev.raw);
-                trace::iw_cm_event_delivered(
-                    self.table_id,
-                    ev.raw.raw_type() as i32,
-                    ev.raw.status(),
-                    ret,
-                    t0.elapsed().as_nanos().max(0) as u64,
-                );
+                if let Some(t0) = t0 {
+                    trace::iw_cm_event_delivered(
+                        self.table_id,
+                        ev.raw.raw_type() as i32,
+                        ev.raw.status(),
+                        ret,
+                        t0.elapsed().as_nanos().max(0) as u64,
+                    );
+                }
             }
             if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
                 self.waiters.notify_all();
@@ -192,7 +201,8 @@ impl CmId {
             g.role = table::Role::Passive;
             // The child's first event is this request: its own later events
             // wait until the request's delivery is done.
-            Self::delivery_begins(&mut g, current_task(), Some(EventType::ConnectRequest));
+            let h = child.raw.handler_now();
+            Self::delivery_begins(&mut g, current_task(), Some(EventType::ConnectRequest), h);
         }
         // The ULP's reference on the child: handed out with the request,
         // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
@@ -200,15 +210,17 @@ impl CmId {
         let listening = self.inner.lock().state == State::Listen;
         let ok = listening && child.reserve_events(PASSIVE_EVENT_SLOTS).is_ok();
         let ret = if ok {
-            let t0 = Instant::<Monotonic>::now();
+            let t0 = trace::iw_cm_event_delivered_enabled().then(Instant::<Monotonic>::now);
             let ret = child.raw.call_handler(&mut ev.raw);
-            trace::iw_cm_event_delivered(
-                child.table_id,
-                ev.raw.raw_type() as i32,
-                ev.raw.status(),
-                ret,
-                t0.elapsed().as_nanos().max(0) as u64,
-            );
+            if let Some(t0) = t0 {
+                trace::iw_cm_event_delivered(
+                    child.table_id,
+                    ev.raw.raw_type() as i32,
+                    ev.raw.status(),
+                    ret,
+                    t0.elapsed().as_nanos().max(0) as u64,
+                );
+            }
             ret
         } else {
             -1

@@ -40,12 +40,12 @@ pub(super) fn next_table_id() -> u64 {
 /// registry lock, so while that lock is held every entry is a `CmId` whose
 /// memory is still allocated and whose fields are intact.
 pub(crate) struct Registry {
-    ids: KVec<*const CmId>,
+    ids: KVVec<*const CmId>,
 }
 
 impl Registry {
     const fn new() -> Self {
-        Self { ids: KVec::new() }
+        Self { ids: KVVec::new() }
     }
 }
 
@@ -72,17 +72,47 @@ pub(crate) unsafe fn init() {
 /// Frees the table's storage (a static is never dropped).  Module exit,
 /// when no cm_id is left.
 pub(crate) fn exit() {
-    let old = core::mem::replace(&mut REGISTRY.lock().ids, KVec::new());
+    let old = core::mem::replace(&mut REGISTRY.lock().ids, KVVec::new());
     // After the unlock.
     drop(old);
 }
 
-/// Enters `id` in the table.  `ENOMEM` if the table cannot grow (GFP_ATOMIC,
-/// under the lock).  Any context.
+/// Enters `id` in the table.  Nothing is allocated under the lock: when the
+/// table is full it grows to twice its size (GFP_KERNEL, kvmalloc) outside
+/// the lock, and the entries move over under it.  `ENOMEM` if it cannot
+/// grow.  Process context, may sleep (as `CmId::new`).
 pub(super) fn register(id: &CmId) -> Result {
-    let mut g = REGISTRY.lock();
-    g.ids.push(core::ptr::from_ref(id), GFP_ATOMIC)?;
-    Ok(())
+    let p = core::ptr::from_ref(id);
+    loop {
+        let want = {
+            let mut g = REGISTRY.lock();
+            if g.ids.push_within_capacity(p).is_ok() {
+                return Ok(());
+            }
+            (g.ids.capacity() * 2).max(64)
+        };
+        let mut bigger = Some(KVVec::with_capacity(want, GFP_KERNEL)?);
+        let old = {
+            let mut g = REGISTRY.lock();
+            match bigger.take() {
+                // Not grown by another thread meanwhile.
+                Some(mut b) if g.ids.capacity() < want => {
+                    for &e in g.ids.iter() {
+                        // `want` is more than the old capacity: room for all.
+                        let _ = b.push_within_capacity(e);
+                    }
+                    Some(core::mem::replace(&mut g.ids, b))
+                }
+                other => {
+                    bigger = other;
+                    None
+                }
+            }
+        };
+        // Both after the unlock (kvfree may not run with interrupts off).
+        drop(old);
+        drop(bigger);
+    }
 }
 
 /// Removes `id` from the table (nothing if it was never entered).  First in
@@ -121,15 +151,44 @@ impl Role {
     }
 }
 
-/// What `Inner` records about the delivery in progress.
+/// What `Inner` records about a call into the ULP's handler in progress.
 #[derive(Clone, Copy)]
 pub(super) struct Delivery {
     /// When the handler call began.
     pub(super) since: Instant<Monotonic>,
     /// The event being delivered.
     pub(super) event: Option<EventType>,
+    /// The handler called (rdma_cm changes a child's `cm_handler` inside
+    /// its CONNECT_REQUEST handler: the field is not this).
+    pub(super) handler: usize,
     /// The stuck-handler watch reported it.
     pub(super) reported: bool,
+}
+
+/// A device name copied while its cm_id (and so its device) lives: the
+/// reports and the table format it after the lock, when the device may be
+/// gone (`IB_DEVICE_NAME_MAX` bytes).
+pub(crate) type DevName = CBuf<64>;
+
+/// The name of `dev`.  Any context.
+///
+/// # Safety
+///
+/// `dev` is the device of a live cm_id (every cm_id's device outlives it).
+unsafe fn copy_dev_name(dev: &IwDevice) -> DevName {
+    let mut b = CBuf::new();
+    // SAFETY: the device is live (caller); `dev_name` is a NUL-terminated
+    // string, never NULL (iw_cm_exports.c).
+    let name = unsafe { CStr::from_char_ptr(crate::c::iwcm_c_dev_name(dev.as_raw().cast())) };
+    let bytes = name.to_bytes();
+    if bytes.is_empty() {
+        // One word per column: an unnamed device shows as "-".
+        b.buf[0] = b'-';
+        return b;
+    }
+    let n = bytes.len().min(63);
+    b.buf[..n].copy_from_slice(&bytes[..n]);
+    b
 }
 
 /// One line of the table: a copy taken under the cm_id's lock.
@@ -137,7 +196,7 @@ pub(crate) struct Row {
     pub(crate) id: u64,
     pub(crate) role: Role,
     pub(crate) state: State,
-    pub(crate) dev: IwDevice,
+    pub(crate) dev: DevName,
     pub(crate) addrs: [SockAddr; 4],
     pub(crate) queued: usize,
     /// The running delivery: its age in ms and its event.
@@ -158,38 +217,42 @@ impl CmId {
             id: self.table_id,
             role: g.role,
             state: g.state,
-            dev: self.dev,
+            // SAFETY: `self` lives (the caller holds the registry lock).
+            dev: unsafe { copy_dev_name(&self.dev) },
             addrs: [l, r, ml, mr],
             queued: g.events.len,
             delivering: g.delivery.map(|d| (d.since.elapsed().as_millis(), d.event)),
-            handler: self.raw.handler_context().0.map_or(0, |h| h as usize),
+            // The handler being called, else the one set now.
+            handler: g
+                .delivery
+                .map_or_else(|| self.raw.handler_now(), |d| d.handler),
             qp: g.qp.is_some(),
             provider_refs: self.provider_refs.load(Ordering::Relaxed),
         }
     }
 }
 
-/// Copies the rows of all live cm_ids (at most as many as were live when it
-/// started, plus 64).  Process context, may sleep.
-pub(crate) fn snapshot() -> Result<KVVec<Row>> {
+/// The number of cm_ids in the table and copies of their rows (at most as
+/// many as were live when it started, plus 64), both taken in one critical
+/// section.  Process context, may sleep.
+pub(crate) fn snapshot() -> Result<(usize, KVVec<Row>)> {
     let n = REGISTRY.lock().ids.len();
     let mut rows = KVVec::with_capacity(n + 64, GFP_KERNEL)?;
     let g = REGISTRY.lock();
     for &p in g.ids.iter() {
-        if rows.len() == rows.capacity() {
-            break;
-        }
         // SAFETY: `p` is in the registry and its lock is held: the cm_id's
         // memory is still allocated and its fields intact (type invariant).
         let id = unsafe { &*p };
-        // Within the capacity: `push` does not allocate.
-        rows.push(id.row(), GFP_ATOMIC)?;
+        // Within the capacity: no allocation under the lock.
+        if rows.push_within_capacity(id.row()).is_err() {
+            break;
+        }
     }
-    Ok(rows)
+    Ok((g.ids.len(), rows))
 }
 
 /// A NUL-terminated buffer for the C formatters.
-struct CBuf<const N: usize> {
+pub(crate) struct CBuf<const N: usize> {
     buf: [u8; N],
 }
 
@@ -198,7 +261,7 @@ impl<const N: usize> CBuf<N> {
         Self { buf: [0; N] }
     }
 
-    fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         let n = self.buf.iter().position(|&c| c == 0).unwrap_or(N);
         core::str::from_utf8(&self.buf[..n]).unwrap_or("?")
     }
@@ -228,24 +291,6 @@ fn addr(a: &SockAddr) -> CBuf<56> {
     b
 }
 
-/// The device's name.
-fn dev_name(dev: &IwDevice) -> CBuf<32> {
-    let mut b = CBuf::new();
-    // SAFETY: a cm_id's device outlives it (the ULP's device reference), and
-    // the row was taken while the cm_id lived; the name is a NUL-terminated
-    // string (never NULL).
-    let name = unsafe { CStr::from_char_ptr(crate::c::iwcm_c_dev_name(dev.as_raw().cast())) };
-    let bytes = name.to_bytes();
-    if bytes.is_empty() {
-        // One word per column: an unnamed device shows as "-".
-        b.buf[0] = b'-';
-        return b;
-    }
-    let n = bytes.len().min(31);
-    b.buf[..n].copy_from_slice(&bytes[..n]);
-    b
-}
-
 /// The table's column header.
 pub(crate) const HEADER: &str =
     "id role state dev local remote mapped_local mapped_remote queued delivering_ms event handler qp provider_refs";
@@ -260,7 +305,7 @@ pub(crate) fn write_row(w: &mut impl fmt::Write, row: &Row) -> fmt::Result {
         row.id,
         row.role.name(),
         row.state,
-        dev_name(&row.dev).as_str(),
+        row.dev.as_str(),
         addr(&row.addrs[0]).as_str(),
         addr(&row.addrs[1]).as_str(),
         addr(&row.addrs[2]).as_str(),
@@ -279,9 +324,9 @@ pub(crate) fn write_row(w: &mut impl fmt::Write, row: &Row) -> fmt::Result {
     write!(w, " {} {}", u8::from(row.qp), row.provider_refs)
 }
 
-/// debugfs `iw_cm/cm_ids`: the count of live cm_ids on the first line (as
-/// the file held before it became a table), the column header, then one
-/// line per live cm_id.
+/// debugfs `iw_cm/cm_ids`: the number of cm_ids in the table on the first
+/// line (as the file held before it became a table; taken with the rows),
+/// the column header, then one line per live cm_id.
 pub(crate) struct CmIdTable;
 
 /// See [`CmIdTable`].
@@ -289,9 +334,9 @@ pub(crate) static TABLE: CmIdTable = CmIdTable;
 
 impl fmt::Debug for CmIdTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (n, rows) = snapshot().map_err(|_| fmt::Error)?;
         // No newline after the last line: debugfs adds it.
-        write!(f, "{}\n{}", LIVE.load(Ordering::Relaxed), HEADER)?;
-        let rows = snapshot().map_err(|_| fmt::Error)?;
+        write!(f, "{}\n{}", n, HEADER)?;
         for row in rows.iter() {
             f.write_str("\n")?;
             write_row(f, row)?;
@@ -301,17 +346,17 @@ impl fmt::Debug for CmIdTable {
 }
 
 /// A stuck delivery found by a scan: what the report names.
-struct Stuck {
+pub(super) struct Stuck {
     id: u64,
     state: State,
     event: Option<EventType>,
     handler: usize,
-    dev: IwDevice,
+    dev: DevName,
     ms: i64,
 }
 
-/// Reports a stuck delivery (`done`: it returned after `ms`).  Process
-/// context.
+/// Reports a stuck delivery (`done`: it returned after `ms`); the scan
+/// took the rate limit's decision.  Process context.
 fn report(s: &Stuck, done: bool) {
     let mut state = CBuf::<24>::new();
     let mut event = CBuf::<24>::new();
@@ -328,7 +373,6 @@ fn report(s: &Stuck, done: bool) {
         }
         None => event.buf[0] = b'-',
     }
-    let name = dev_name(&s.dev);
     // SAFETY: the strings are NUL-terminated buffers that live through the
     // call; `handler` is only printed with `%ps`.
     unsafe {
@@ -337,7 +381,7 @@ fn report(s: &Stuck, done: bool) {
             state.buf.as_ptr().cast(),
             event.buf.as_ptr().cast(),
             s.handler as *const c_void,
-            name.buf.as_ptr().cast(),
+            s.dev.buf.as_ptr().cast(),
             s.ms.max(0) as u64,
             done,
         )
@@ -384,13 +428,20 @@ pub(crate) extern "C" fn iwcm_stuck_scan(threshold_ms: u32) -> bool {
             if d.reported || ms < i64::from(threshold_ms) || found.len() == found.capacity() {
                 continue;
             }
+            // Rate-limited before it counts as reported: a line the limit
+            // suppresses is tried again at the next scan.
+            // SAFETY: `__ratelimit` on a static state; any context.
+            if !unsafe { crate::c::iwcm_c_stuck_ratelimit() } {
+                continue;
+            }
             d.reported = true;
             let s = Stuck {
                 id: id.table_id,
                 state,
                 event: d.event,
-                handler: id.raw.handler_context().0.map_or(0, |h| h as usize),
-                dev: id.dev,
+                handler: d.handler,
+                // SAFETY: `id` lives (the registry lock is held).
+                dev: unsafe { copy_dev_name(&id.dev) },
                 ms,
             };
             // Within the capacity: no allocation under the locks.
@@ -404,13 +455,23 @@ pub(crate) extern "C" fn iwcm_stuck_scan(threshold_ms: u32) -> bool {
 }
 
 impl CmId {
-    /// Marks the start of a delivery into the ULP's handler (with `inner`
-    /// held) and makes sure the stuck-handler watch runs.
-    pub(super) fn delivery_begins(g: &mut Inner, me: usize, event: Option<EventType>) {
+    /// Marks the start of a delivery by task `me` (with `inner` held); when
+    /// it calls the ULP's handler `handler` (not 0), records the call for the
+    /// table and the stuck-handler watch, and makes sure the watch runs.
+    pub(super) fn delivery_begins(
+        g: &mut Inner,
+        me: usize,
+        event: Option<EventType>,
+        handler: usize,
+    ) {
         g.delivering = me;
+        if handler == 0 {
+            return;
+        }
         g.delivery = Some(Delivery {
             since: Instant::now(),
             event,
+            handler,
             reported: false,
         });
         // SAFETY: queues a static delayed work; any context.
@@ -420,27 +481,28 @@ impl CmId {
     /// Marks the end of the delivery (with `inner` held); when the watch had
     /// reported it, what to report now that it returned (to be passed to
     /// [`CmId::report_returned`] after the unlock).
-    pub(super) fn delivery_ends(&self, g: &mut Inner) -> Option<(State, Option<EventType>, i64)> {
+    pub(super) fn delivery_ends(&self, g: &mut Inner) -> Option<Stuck> {
         g.delivering = 0;
         let d = g.delivery.take()?;
         if !d.reported {
             return None;
         }
-        Some((g.state, d.event, d.since.elapsed().as_millis()))
+        Some(Stuck {
+            id: self.table_id,
+            state: g.state,
+            event: d.event,
+            handler: d.handler,
+            // SAFETY: `self` lives.
+            dev: unsafe { copy_dev_name(&self.dev) },
+            ms: d.since.elapsed().as_millis(),
+        })
     }
 
-    /// The report that a delivery the watch named has returned.  Process
+    /// The report that a delivery the watch named has returned (not
+    /// rate-limited: it pairs with a line that was printed).  Process
     /// context.
-    pub(super) fn report_returned(&self, r: Option<(State, Option<EventType>, i64)>) {
-        if let Some((state, event, ms)) = r {
-            let s = Stuck {
-                id: self.table_id,
-                state,
-                event,
-                handler: self.raw.handler_context().0.map_or(0, |h| h as usize),
-                dev: self.dev,
-                ms,
-            };
+    pub(super) fn report_returned(&self, r: Option<Stuck>) {
+        if let Some(s) = r {
             report(&s, true);
         }
     }

@@ -8,7 +8,8 @@
 //! the A/B benchmark's baseline.
 //! `declare_trace!` itself names the key through `kernel::bindings`, which
 //! an out-of-tree module's tracepoints are not part of, hence this copy.
-//! Disabled, a tracepoint costs the key test (a patched-out jump with
+//! `<name>_enabled()` tests the key alone, for callers whose arguments
+//! cost something to compute.  Disabled, a tracepoint costs the key test (a patched-out jump with
 //! `CONFIG_JUMP_LABEL`, a load and compare without).  Any context.
 
 use kernel::ffi::c_char;
@@ -25,26 +26,38 @@ macro_rules! iw_cm_trace {
                 fn [<rust_do_trace_ $name>]($($arg: $ty),*);
             }
 
-            $(#[$attr])*
+            /// Whether this tracepoint is enabled now (callers test it
+            /// before computing an argument that costs something).
             #[inline(always)]
-            pub(crate) fn $name($($arg: $ty),*) {
+            #[allow(dead_code)]
+            pub(crate) fn [<$name _enabled>]() -> bool {
                 #[cfg(all(CONFIG_TRACEPOINTS, not(iwcm_no_tracepoints)))]
                 {
                     // SAFETY: querying a tracepoint's static key is always
                     // allowed; the key is defined in iw_cm_trace.c.
-                    let on = unsafe {
+                    unsafe {
                         kernel::jump_label::static_branch_unlikely!(
                             [<__tracepoint_ $name>],
                             kernel::bindings::tracepoint,
                             key
                         )
-                    };
-                    if on {
-                        // SAFETY: the helper takes plain values and C
-                        // strings that the caller keeps valid for the call
-                        // (the probes copy them).
-                        unsafe { [<rust_do_trace_ $name>]($($arg),*) };
                     }
+                }
+                #[cfg(any(not(CONFIG_TRACEPOINTS), iwcm_no_tracepoints))]
+                {
+                    false
+                }
+            }
+
+            $(#[$attr])*
+            #[inline(always)]
+            pub(crate) fn $name($($arg: $ty),*) {
+                #[cfg(all(CONFIG_TRACEPOINTS, not(iwcm_no_tracepoints)))]
+                if [<$name _enabled>]() {
+                    // SAFETY: the helper takes plain values and C strings
+                    // that the caller keeps valid for the call (the probes
+                    // copy them).
+                    unsafe { [<rust_do_trace_ $name>]($($arg),*) };
                 }
                 #[cfg(any(not(CONFIG_TRACEPOINTS), iwcm_no_tracepoints))]
                 {
