@@ -109,17 +109,7 @@ impl CmId {
                         ev.raw.set_addrs(l, r);
                     }
                 }
-                let t0 = trace::iw_cm_event_delivered_enabled().then(Instant::<Monotonic>::now);
-                ret = self.raw.call_handler(&mut ev.raw);
-                if let Some(t0) = t0 {
-                    trace::iw_cm_event_delivered(
-                        self.table_id,
-                        ev.raw.raw_type() as i32,
-                        ev.raw.status(),
-                        ret,
-                        t0.elapsed().as_nanos().max(0) as u64,
-                    );
-                }
+                ret = self.call_handler_traced(&mut ev.raw);
             }
             if actions.contains(Actions::WAKE_CONNECT_WAITERS) {
                 self.waiters.notify_all();
@@ -141,6 +131,24 @@ impl CmId {
             self.report_returned(returned);
             self.waiters.notify_all();
         }
+    }
+
+    /// Calls the ULP's handler with `ev` and returns its result; with the
+    /// `iw_cm_event_delivered` tracepoint on, traces the call and its
+    /// duration.  Process context, may sleep (the handler may).
+    fn call_handler_traced(&self, ev: &mut CmEvent) -> i32 {
+        let t0 = trace::iw_cm_event_delivered_enabled().then(Instant::<Monotonic>::now);
+        let ret = self.raw.call_handler(ev);
+        if let Some(t0) = t0 {
+            trace::iw_cm_event_delivered(
+                self.table_id,
+                ev.raw_type() as i32,
+                ev.status(),
+                ret,
+                t0.elapsed().as_nanos().max(0) as u64,
+            );
+        }
+        ret
     }
 
     /// A handler returned non-zero: destroy and drop the ULP's reference.
@@ -210,18 +218,7 @@ impl CmId {
         let listening = self.inner.lock().state == State::Listen;
         let ok = listening && child.reserve_events(PASSIVE_EVENT_SLOTS).is_ok();
         let ret = if ok {
-            let t0 = trace::iw_cm_event_delivered_enabled().then(Instant::<Monotonic>::now);
-            let ret = child.raw.call_handler(&mut ev.raw);
-            if let Some(t0) = t0 {
-                trace::iw_cm_event_delivered(
-                    child.table_id,
-                    ev.raw.raw_type() as i32,
-                    ev.raw.status(),
-                    ret,
-                    t0.elapsed().as_nanos().max(0) as u64,
-                );
-            }
-            ret
+            child.call_handler_traced(&mut ev.raw)
         } else {
             -1
         };
