@@ -6,6 +6,7 @@
 #   make kernel     build the lean KASAN test kernel into the cache (prints its time)
 #   make            build the out-of-tree modules against the test kernel
 #   make siw        build the test provider (tools/testing/siw/)
+#   make rdma_cm    build the test rdma_cm (tools/testing/rdma_cm/)
 #   make check      the test command: everything, from nothing, ends "N passed, N failed"
 #   make check-all  make check plus the whole C iw_cm suite and the nvme-rdma stress
 #   make soak DURATION=100m   siw unplug soak in the VM until the time is up
@@ -25,7 +26,7 @@ KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
 
 DURATION ?= 10m
 
-.PHONY: all modules siw deps kernel check check-all soak demo vm hosttest clippy rustfmt rustfmtcheck install clean
+.PHONY: all modules siw rdma_cm deps kernel check check-all soak demo vm hosttest clippy rustfmt rustfmtcheck install clean
 
 all: modules
 
@@ -38,6 +39,12 @@ modules:
 # (never installed).  make check / make demo build it.
 siw:
 	$(TOP)/tools/testing/siw/build.sh
+
+# The test rdma_cm: the kernel's rdma_cm plus tools/testing/rdma_cm/*.patch,
+# put in place of the kernel's rdma_cm.ko in every VM boot (tools/vm/run.sh;
+# IWCM_RDMA_CM=stock keeps the kernel's).
+rdma_cm:
+	$(TOP)/tools/testing/rdma_cm/build.sh
 
 clippy:
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver modules
@@ -63,7 +70,7 @@ check-all:
 	$(TOP)/tools/check.sh --all
 
 # Builds what it needs (kernel, modules, test siw) first.
-soak: kernel modules siw
+soak: kernel modules siw rdma_cm
 	$(TOP)/tools/stress/soak.sh $(DURATION)
 
 demo:

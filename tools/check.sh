@@ -146,7 +146,7 @@ part "modules, rustfmt, clippy"
 say "== make modules"
 if make_has_target modules; then
 	t=$(date +%s.%N)
-	if make -C "$top" modules siw; then
+	if make -C "$top" modules siw rdma_cm; then
 		record pass "make modules ($(secs_since "$t") s)"
 		# Kernel Rust style: rustfmt with the kernel's config, clippy
 		# (CLIPPY=1) with no warning.

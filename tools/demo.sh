@@ -27,7 +27,7 @@ t=$(date +%s)
 tools/kernel/build-kernel.sh || { echo "demo: test kernel build failed"; exit 1; }
 note "test kernel ready ($(( $(date +%s) - t )) s)"
 t=$(date +%s)
-make -C "$top" modules siw >"$IWCM_RESULTS_DIR/modules.log" 2>&1 ||
+make -C "$top" modules siw rdma_cm >"$IWCM_RESULTS_DIR/modules.log" 2>&1 ||
 	{ tail -30 "$IWCM_RESULTS_DIR/modules.log"; echo "demo: module build failed"; exit 1; }
 note "modules built ($(( $(date +%s) - t )) s): $(cd "$top" && find drivers samples -name '*.ko' 2>/dev/null | tr '\n' ' ')"
 . tools/kernel/env.sh

@@ -36,7 +36,22 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro kmods /mnt/kmods
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /mnt/results
 # The test kernel's modules appear at /usr/lib/modules/<release> (an overlay
 # over the host's /usr/lib, which has none).
-mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib /usr/lib
+# With a test rdma_cm.ko in the results share (run.sh: the kernel's
+# rdma_cm plus tools/testing/rdma_cm/*.patch), the overlay gets a tmpfs
+# upper layer and that module takes the in-tree one's place, so that every
+# modprobe (rdma_ucm's, nvme-rdma's, the tests') loads it.
+if [ -f /mnt/results/rdma_cm.ko ]; then
+	mkdir -p /mnt/lib-upper /mnt/lib-work
+	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib,upperdir=/mnt/lib-upper,workdir=/mnt/lib-work /usr/lib
+	cm=/usr/lib/modules/$(uname -r)/kernel/drivers/infiniband/core/rdma_cm.ko
+	if [ -f "$cm" ] && cp /mnt/results/rdma_cm.ko "$cm"; then
+		echo "VM: rdma_cm: the test rdma_cm (tools/testing/rdma_cm/) in place of the kernel's"
+	else
+		echo "VM: rdma_cm: cannot replace the kernel's $cm (not built, or compressed)"
+	fi
+else
+	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib /usr/lib
+fi
 # A writable /etc for tools that write there (nvme-cli's hostnqn, ...).
 mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/etc-upper,workdir=/mnt/etc-work /etc
 hostname iwcm-vm

@@ -16,6 +16,8 @@
 # splat in it fails the run; a guest that does not finish is reported as a
 # hang (exit 124).  Environment:
 # IWCM_ACCEL=tcg|kvm to skip the KVM probe, IWCM_RESULTS_DIR,
+# IWCM_RDMA_CM=patched|stock and IWCM_RDMA_CM_KO (which rdma_cm.ko the guest
+# loads; default the test rdma_cm of tools/testing/rdma_cm/),
 # IWCM_VM_LOCK (lock file that serialises VM runs; default
 # $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
 set -euo pipefail
@@ -55,6 +57,25 @@ printf '%s\n' "$@" > "$res/argv"
 	printf '%q ' "$@"; echo
 } > "$res/cmd.sh"
 pwd > "$res/cwd"
+# rdma_cm: the test rdma_cm (tools/testing/rdma_cm/: the kernel's plus its
+# fixes) replaces the kernel's rdma_cm.ko in the guest, as the test siw
+# replaces siw, unless IWCM_RDMA_CM=stock; IWCM_RDMA_CM_KO names another
+# build (repro-gid-race.sh).
+rdma_cm_ko=${IWCM_RDMA_CM_KO:-}
+case "${IWCM_RDMA_CM:-patched}" in
+stock) rdma_cm_ko= ;;
+patched)
+	if [ -z "$rdma_cm_ko" ]; then
+		rdma_cm_ko=$IWCM_TOP/tools/testing/rdma_cm/build/rdma_cm.ko
+		if [ ! -f "$rdma_cm_ko" ]; then
+			echo "VM: building the test rdma_cm (tools/testing/rdma_cm/build.sh)"
+			"$IWCM_TOP/tools/testing/rdma_cm/build.sh" > "$res/rdma_cm-build.log" 2>&1 ||
+				{ tail -n 20 "$res/rdma_cm-build.log" >&2; echo "VM: test rdma_cm build failed" >&2; exit 2; }
+		fi
+	fi ;;
+*) echo "VM: IWCM_RDMA_CM must be patched or stock, not '$IWCM_RDMA_CM'" >&2; exit 2 ;;
+esac
+[ -z "$rdma_cm_ko" ] || cp "$rdma_cm_ko" "$res/rdma_cm.ko"
 echo "$timeout" > "$res/guest-timeout"
 [ $nokmemleak -eq 0 ] || touch "$res/no-kmemleak"
 
