@@ -342,6 +342,21 @@ if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
 		suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
 	part "sample ULP in-handler removal (rust)"
 	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
+	# rdma_cm's GID attribute race under unplug (tools/testing/rdma_cm/
+	# 0001), its window widened: the kernel's order must oops in
+	# free_gid_work, the test rdma_cm's must not.  Two short boots.
+	part "rdma_cm GID race, kernel's order vs the test rdma_cm's (rust)"
+	say "== tools/testing/rdma_cm/repro-gid-race.sh"
+	log=$IWCM_RESULTS_DIR/repro-gid-race.out
+	"$top/tools/testing/rdma_cm/repro-gid-race.sh" 2>&1 | tee "$log" | grep -E "^(not )?ok [0-9]|^repro:"
+	for n in 1 2; do
+		l=$(grep -E "^(not )?ok $n " "$log" | head -n1)
+		case "$l" in
+		"ok "*) record pass "rdma_cm GID race: ${l#ok $n }" ;;
+		*) record fail "rdma_cm GID race: ${l:-case $n did not run}" ;;
+		esac
+	done
+
 	# Hostile MPA peers against upstream siw (issue 10: ours survives
 	# what oopses the C iw_cm): a boot of its own, since upstream siw's
 	# BH-unsafe sk_callback_lock primes lockdep against later tests.

@@ -10,7 +10,9 @@
 #   tools/stress/soak.sh DURATION      DURATION: 90s, 100m, 2h (default 10m)
 #
 # Environment: IWCM_SOAK_BOOT (boot length), IWCM_SOAK_SEED (first boot's
-# seed; boot N uses SEED+N-1), IWCM_SOAK_IO_QUEUES (sample ULP I/O queues,
+# seed; every boot its own seed after it), IWCM_SOAK_VMS (VMs side by side,
+# default 1: on 2 cores a second TCG guest uses the time the first spends
+# waiting), IWCM_SOAK_IO_QUEUES (sample ULP I/O queues,
 # default 2), IWCM_IMPL (default rust).  Exit status non-zero when any
 # cycle, gate or VM run failed.
 set -u
@@ -31,47 +33,79 @@ total=$(secs_of "${1:-10m}") || exit 2
 chunk=$(secs_of "${IWCM_SOAK_BOOT:-30m}") || exit 2
 seed=${IWCM_SOAK_SEED:-$(date +%s)}
 impl=${IWCM_IMPL:-rust}
+vms=${IWCM_SOAK_VMS:-1}
+case "$vms" in [1-9]) ;; *) echo "soak: IWCM_SOAK_VMS must be 1-9" >&2; exit 2 ;; esac
 commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ "$(git -C "$top" status --porcelain 2>/dev/null | grep -v '^??' | head -c1)" ] && commit="$commit+dirty"
 [ "$total" -ge 120 ] || { echo "soak: DURATION must be at least 2m (a boot needs time to run cycles)" >&2; exit 2; }
 
 t0=$(date +%s)
+# lane N: boots one after another until the time is up; its totals go to
+# $tmp/lane-N ("boots cycles failed splats leaks bad_boots") and its notes
+# to $tmp/lane-N.notes.  IWCM_SOAK_VMS lanes run side by side, each VM with
+# its own lock (tools/vm/run.sh serialises VMs on one lock by default).
+lane() {
+	local ln=$1 boots=0 cycles=0 failed=0 splats=0 leaks=0 bad_boots=0
+	local left d s log rc c f sp lk tag=""
+	[ "$vms" -gt 1 ] && tag="[vm$ln] "
+	: > "$tmp/lane-$ln.notes"
+	while :; do
+		left=$(( total - ($(date +%s) - t0) ))
+		# A boot costs about a minute before its first cycle: not worth
+		# it with less than three left.
+		[ "$left" -ge 180 ] || break
+		d=$(( left < chunk ? left : chunk ))
+		d=$(( d - 60 ))	# boot and shutdown
+		boots=$((boots + 1))
+		# Boot B of lane L uses SEED + (B-1)*VMS + (L-1): every boot its own seed.
+		s=$((seed + (boots - 1) * vms + ln - 1))
+		log=$tmp/lane-$ln.log
+		IWCM_VM_LOCK=$([ "$vms" -gt 1 ] && echo "$lock_base-$ln.lock" || echo "${IWCM_VM_LOCK:-}") \
+		tools/vm/run.sh --name "soak-$ln-$boots" --timeout $((d + 600)) --allow-rdma-cm-lockdep -- \
+			env IWCM_IMPL="$impl" tools/stress/siw-soak.sh -d "$d" -s "$s" -q "${IWCM_SOAK_IO_QUEUES:-2}" 2>&1 |
+			tee "$log" | sed -u 's/\r$//' | grep --line-buffered -E "^soak|^VM: |^splat-check" | sed -u "s/^/$tag/"
+		rc=${PIPESTATUS[0]}
+		field() { tr -d '\r' < "$log" | sed -n "s/^soak $1: //p" | tail -n1; }
+		c=$(field cycles); f=$(field "failed cycles"); sp=$(field splats); lk=$(field leaks)
+		if [ -z "$c" ]; then
+			bad_boots=$((bad_boots + 1))
+			echo "${tag}boot $boots (seed $s): no soak summary (VM exit $rc)" >> "$tmp/lane-$ln.notes"
+		else
+			cycles=$((cycles + c)); failed=$((failed + f)); splats=$((splats + sp)); leaks=$((leaks + lk))
+			if [ "$rc" -ne 0 ]; then
+				bad_boots=$((bad_boots + 1))
+				echo "${tag}boot $boots (seed $s): VM exit $rc ($(tr -d '\r' < "$log" | grep -E '^soak FAIL|splat\(s\)|^VM: (HANG|kernel splat)' | head -n 3 | tr '\n' ';'))" >> "$tmp/lane-$ln.notes"
+			fi
+		fi
+		# A splat the guest did not see (the VM's own check) counts too.
+		grep -q "^VM: kernel splat" "$log" && splats=$((splats + 1))
+		echo "$boots $cycles $failed $splats $leaks $bad_boots" > "$tmp/lane-$ln"
+	done
+	echo "$boots $cycles $failed $splats $leaks $bad_boots" > "$tmp/lane-$ln"
+}
+tmp=$(mktemp -d)
+lock_base=$(bash -c '. tools/kernel/env.sh; echo "$IWCM_CACHE"')/soak-vm
+pids=()
+for ln in $(seq 1 "$vms"); do
+	lane "$ln" &
+	pids+=($!)
+	# The boots of the lanes a little apart (their first minutes are the busiest).
+	[ "$ln" -lt "$vms" ] && sleep 20
+done
+wait "${pids[@]}"
 boots=0 cycles=0 failed=0 splats=0 leaks=0 bad_boots=0
 declare -a notes=()
-echo "soak: $impl iw_cm, ${total}s in boots of up to ${chunk}s, first seed $seed, commit $commit"
-while :; do
-	left=$(( total - ($(date +%s) - t0) ))
-	# A boot costs about a minute before its first cycle: not worth it
-	# with less than three left.
-	[ "$left" -ge 180 ] || break
-	d=$(( left < chunk ? left : chunk ))
-	d=$(( d - 60 ))	# boot and shutdown
-	boots=$((boots + 1))
-	s=$((seed + boots - 1))
-	log=$(mktemp)
-	tools/vm/run.sh --name "soak-$boots" --timeout $((d + 600)) --allow-rdma-cm-lockdep -- \
-		env IWCM_IMPL="$impl" tools/stress/siw-soak.sh -d "$d" -s "$s" -q "${IWCM_SOAK_IO_QUEUES:-2}" 2>&1 |
-		tee "$log" | sed -u 's/\r$//' | grep --line-buffered -E "^soak|^VM: |^splat-check"
-	rc=${PIPESTATUS[0]}
-	field() { tr -d '\r' < "$log" | sed -n "s/^soak $1: //p" | tail -n1; }
-	c=$(field cycles); f=$(field "failed cycles"); sp=$(field splats); lk=$(field leaks)
-	if [ -z "$c" ]; then
-		bad_boots=$((bad_boots + 1))
-		notes+=("boot $boots (seed $s): no soak summary (VM exit $rc)")
-	else
-		cycles=$((cycles + c)); failed=$((failed + f)); splats=$((splats + sp)); leaks=$((leaks + lk))
-		if [ "$rc" -ne 0 ]; then
-			bad_boots=$((bad_boots + 1))
-			notes+=("boot $boots (seed $s): VM exit $rc ($(tr -d '\r' < "$log" | grep -E '^soak FAIL|splat\(s\)|^VM: (HANG|kernel splat)' | head -n 3 | tr '\n' ';'))")
-		fi
-	fi
-	# A splat the guest did not see (the VM's own check) counts too.
-	grep -q "^VM: kernel splat" "$log" && splats=$((splats + 1))
-	rm -f "$log"
+for ln in $(seq 1 "$vms"); do
+	read -r b c f sp lk bb < "$tmp/lane-$ln" || { b=0 c=0 f=0 sp=0 lk=0 bb=1; notes+=("vm$ln: no result"); }
+	boots=$((boots + b)); cycles=$((cycles + c)); failed=$((failed + f))
+	splats=$((splats + sp)); leaks=$((leaks + lk)); bad_boots=$((bad_boots + bb))
+	while IFS= read -r n; do notes+=("$n"); done < "$tmp/lane-$ln.notes"
 done
+rm -rf "$tmp"
 secs=$(( $(date +%s) - t0 ))
 echo
 echo "soak totals ($impl iw_cm, commit $commit, kernel $(bash -c '. tools/kernel/env.sh; basename "$KCACHE"')):"
+echo "  VMs side by side: $vms"
 echo "  boots:           $boots ($bad_boots failed)"
 echo "  cycles done:     $cycles in ${secs} s"
 echo "  cycles per hour: $(awk -v c="$cycles" -v s="$secs" 'BEGIN { printf "%.0f", (s > 0 ? c * 3600 / s : 0) }')"

@@ -41,6 +41,8 @@ if [ "${1:-}" = guest ]; then
 	echo "repro: sample live queues: $(sed -n 's/^live //p' /sys/kernel/debug/rust_rdma_ulp/host 2>/dev/null)"
 	echo 0 > /sys/module/rdma_cm/parameters/release_delay_ms
 	rmmod rust_rdma_ulp
+	# What the sample and ib_core said (the console shows warnings only).
+	iwcm_dmesg_since_setup | grep -E "host:|target:|free_gid_work|KASAN|Oops" | sed 's/^/repro: dmesg: /' | head -n 40
 	exit 0
 fi
 
@@ -49,7 +51,7 @@ make -C "$top" modules siw > /dev/null || { echo "repro: make modules siw failed
 
 run() {	# run NAME KO: one boot; prints its console log's path
 	local log
-	log=$(IWCM_RDMA_CM_KO=$2 IWCM_IMPL=rust "$top/tools/vm/run.sh" --name "repro-gid-$1" --timeout 600 \
+	log=$(IWCM_RDMA_CM_KO=$2 IWCM_IMPL=rust "$top/tools/vm/run.sh" --name "repro-gid-$1" --timeout 300 \
 		--allow-rdma-cm-lockdep -- env RELEASE_DELAY_MS="$delay" "$0" guest 2>&1 | tee /dev/stderr |
 		sed -n 's/.*results in \(.*\)$/\1/p' | head -n1)
 	echo "$log/console.log"
