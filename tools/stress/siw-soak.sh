@@ -65,6 +65,11 @@ RANDOM=$seed
 SAMPLE_KO=${SAMPLE_KO:-$top/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
 SAMPLE_DBG=/sys/kernel/debug/rust_rdma_ulp
 leak_every=${IWCM_SOAK_LEAK_EVERY:-10}
+# How long a cycle waits for the port, the first ping and ucmatose's
+# connections before calling them lost: a liveness bound, not a speed
+# check (a TCG guest sharing its host's cores with another one has taken
+# over 20 s for an rping pair's first ping).
+live_s=${IWCM_SOAK_LIVE:-90}
 tmp=$(mktemp -d)
 cycles=0
 failed=0
@@ -135,7 +140,7 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 	cfail=()
 	own=$(pick first last); order=$(pick qp cmid); ctx=$(pick handler work)
 	rdma link add "$IWCM_RDEV" type siw netdev "$IWCM_NETDEV" 2>"$tmp/link.log" || cfail+=("rdma link add: $(<"$tmp/link.log")")
-	wait_until 10 port_active || cfail+=("$IWCM_RDEV port not ACTIVE")
+	wait_until "$live_s" port_active || cfail+=("$IWCM_RDEV port not ACTIVE after $live_s s")
 
 	# Connected, moving traffic: rping pair, ucmatose pair, sample ULP.
 	churn=()
@@ -156,9 +161,9 @@ while [ $(( $(now) + 60 )) -le "$deadline" ]; do
 	stdbuf -oL rping -c -v -a "$IWCM_ADDR" -C 1000000 >"$tmp/rping-c.log" 2>&1 & churn+=($!)
 	( while :; do stdbuf -oL ucmatose -s "$IWCM_ADDR" -c 2 >>"$tmp/ucm-c.log" 2>&1 || nap 0.1; done ) & churn+=($!)
 	e0=$(sample_echoes)
-	wait_until 20 has "$tmp/rping-c.log" "ping data" || cfail+=("rping client never pinged")
+	wait_until "$live_s" has "$tmp/rping-c.log" "ping data" || cfail+=("rping client never pinged (waited $live_s s)")
 	# ucmatose prints this once its connections are ESTABLISHED.
-	wait_until 30 has "$tmp/ucm-c.log" "receiving data transfers" || cfail+=("ucmatose client never connected")
+	wait_until "$live_s" has "$tmp/ucm-c.log" "receiving data transfers" || cfail+=("ucmatose client never connected (waited $live_s s)")
 	e1=$(sample_echoes)
 	[ "$sample" = 0 ] || [ "$e1" -gt "$e0" ] || cfail+=("sample ULP traffic not moving ($e0 -> $e1 echoes)")
 

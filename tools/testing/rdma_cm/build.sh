@@ -14,8 +14,11 @@
 #                       kernel's rdma_cm and the fixed one, each with a
 #                       module parameter release_delay_ms that sleeps
 #                       between cma_release_dev()'s two puts (the window
-#                       of 0001), for repro-gid-race.sh.  Never loaded
-#                       by the other tests.
+#                       of 0001) when called on a workqueue worker (a
+#                       ULP's release work, ucma's close work; never the
+#                       thread that removes the device, which must run
+#                       on), for repro-gid-race.sh.  Never loaded by the
+#                       other tests.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../kernel/env.sh"
@@ -57,7 +60,8 @@ start = s.index("static void cma_release_dev(struct rdma_id_private *id_priv)\n{
 end = s.index("\n}\n", start)
 body = s[start:end]
 i = body.index(first) + len(first)
-body = body[:i] + "\n\tif (release_delay_ms)\n\t\tmsleep(release_delay_ms);" + body[i:]
+body = body[:i] + ("\n\tif (release_delay_ms && (current->flags & PF_WQ_WORKER))"
+                   "\n\t\tmsleep(release_delay_ms);") + body[i:]
 param = ("/* Test only (tools/testing/rdma_cm/build.sh --delay). */\n"
          "static unsigned int release_delay_ms;\n"
          "module_param(release_delay_ms, uint, 0644);\n\n")

@@ -6,9 +6,10 @@
 # that runs on in between frees the GID table under the attribute's last
 # put (ib_core's free_gid_work dereferences NULL).  Under TCG the window
 # is hit about once in 300 siw unplug soak cycles; here it is widened to
-# RELEASE_DELAY_MS (default 2000) by build.sh --delay, in two builds of
+# RELEASE_DELAY_MS (default 15000) by build.sh --delay, in two builds of
 # rdma_cm: the kernel's order and 0001's order, each with the sleep
-# between the two puts.  One VM boot each, with our iw_cm, the test siw
+# between the two puts when they run on a workqueue worker (the ULP's
+# release work; the thread removing the device runs on).  One VM boot each, with our iw_cm, the test siw
 # and the Rust sample ULP (1 admin + 1 I/O queue, connected to itself),
 # whose host tears its queues down from a work item on DEVICE_REMOVAL
 # (context=work): the ids' last cma_release_dev() runs on a kworker while
@@ -23,7 +24,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
-delay=${RELEASE_DELAY_MS:-2000}
+delay=${RELEASE_DELAY_MS:-15000}
 # The guest part (argument "guest").
 if [ "${1:-}" = guest ]; then
 	. "$top/tools/testing/selftests/iw_cm/lib.sh"
@@ -33,11 +34,11 @@ if [ "${1:-}" = guest ]; then
 		nr_io_queues=1 queue_depth=8 own_queue=last order=cmid context=work ||
 		{ echo "repro: sample ULP did not connect"; exit 1; }
 	echo "$delay" > /sys/module/rdma_cm/parameters/release_delay_ms
-	echo "repro: rdma link delete (cma_release_dev sleeps ${delay} ms between its puts)"
+	echo "repro: rdma link delete (cma_release_dev sleeps ${delay} ms between its puts on a workqueue worker)"
 	timeout 120 rdma link delete "$IWCM_RDEV"
 	echo "repro: rdma link delete status $?"
 	# The ids' last puts, then free_gid_work.
-	sleep $(( delay / 1000 * 3 + 5 ))
+	sleep $(( delay / 1000 * 2 + 5 ))
 	echo "repro: sample live queues: $(sed -n 's/^live //p' /sys/kernel/debug/rust_rdma_ulp/host 2>/dev/null)"
 	echo 0 > /sys/module/rdma_cm/parameters/release_delay_ms
 	rmmod rust_rdma_ulp
@@ -51,7 +52,7 @@ make -C "$top" modules siw > /dev/null || { echo "repro: make modules siw failed
 
 run() {	# run NAME KO: one boot; prints its console log's path
 	local log
-	log=$(IWCM_RDMA_CM_KO=$2 IWCM_IMPL=rust "$top/tools/vm/run.sh" --name "repro-gid-$1" --timeout 300 \
+	log=$(IWCM_RDMA_CM_KO=$2 IWCM_IMPL=rust "$top/tools/vm/run.sh" --name "repro-gid-$1" --timeout 480 \
 		--allow-rdma-cm-lockdep -- env RELEASE_DELAY_MS="$delay" "$0" guest 2>&1 | tee /dev/stderr |
 		sed -n 's/.*results in \(.*\)$/\1/p' | head -n1)
 	echo "$log/console.log"
