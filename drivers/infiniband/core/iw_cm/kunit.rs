@@ -3180,7 +3180,7 @@ mod tests {
     /// Threads on every CPU drive random cm_id lifecycles through the fake
     /// provider (see the top of this section).  `iw_cm_kunit.stress_seed`
     /// replays a printed seed, `iw_cm_kunit.stress_lifecycles` sets the
-    /// count (default 0: skipped, with an info line; kunit.sh asks for 100000).
+    /// count (default 0: skipped, with an info line; make check asks for 75000).
     #[test]
     fn concurrency_stress() -> Result {
         // SAFETY: reads module parameters.

@@ -13,7 +13,7 @@
 RES=/sys/kernel/debug/kunit/rust_iw_cm/results
 
 IWCM_FINISH_CHECKS=0
-iwcm_init kunit 6 modinfo insmod rmmod
+iwcm_init kunit 7 modinfo insmod rmmod
 [ "$IWCM_IMPL" = rust ] || iwcm_skip_all "kunit: the KUnit suite belongs to the Rust iw_cm (IWCM_IMPL=$IWCM_IMPL)"
 # A KUnit that is built in but disabled (kunit.enable=0, the default of a
 # kernel without CONFIG_KUNIT_DEFAULT_ENABLED) runs nothing: a failure,
@@ -92,8 +92,14 @@ stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 stress=$(printf '%s\n' "$window" | grep -oE 'concurrency stress: [0-9]+ lifecycles \([0-9]+ cm_ids\) on [0-9]+ CPUs in [0-9]+ ms' | head -n1)
 if [[ " $IWCM_KUNIT_PARAMS " == *" stress_lifecycles="[1-9]* ]]; then
 	iwcm_check "KUnit concurrency stress ran (${stress:-did not run})" [ -n "$stress" ]
+	# Each of its lifecycles is an active cm_id or a listener with its
+	# children: the cm_ids are what iw_cm created, drove and freed.
+	ids=$(sed -n 's/.*(\([0-9]*\) cm_ids).*/\1/p' <<<"$stress")
+	min_ids=${IWCM_KUNIT_MIN_CM_IDS:-100000}
+	iwcm_check "KUnit concurrency stress drove at least $min_ids cm_ids (${ids:-none})" [ "${ids:-0}" -ge "$min_ids" ]
 else
 	ktap_test_skip "KUnit concurrency stress: not asked for (IWCM_KUNIT_PARAMS=stress_lifecycles=N)"
+	ktap_test_skip "KUnit concurrency stress cm_id count: no stress asked for"
 fi
 [ -z "$stray" ] || printf '%s\n' "$stray" | while IFS= read -r l; do ktap_print_msg "stray: $l"; done
 clean=0

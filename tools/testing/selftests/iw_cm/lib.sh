@@ -51,7 +51,7 @@ IWCM_RUST_KO=${IWCM_RUST_KO:-$IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm.ko}
 # Module parameters for the Rust iw_cm's insmod.
 IWCM_RUST_PARAMS=${IWCM_RUST_PARAMS:-}
 # Its KUnit suite, a module of its own loaded only by kunit.sh, and that
-# module's parameters (make check's KUnit boot: stress_lifecycles=100000).
+# module's parameters (make check's KUnit boot: stress_lifecycles=75000).
 IWCM_KUNIT_KO=${IWCM_KUNIT_KO:-$IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm_kunit.ko}
 IWCM_KUNIT_PARAMS=${IWCM_KUNIT_PARAMS:-}
 # The test provider: the kernel's siw with tools/testing/siw/*.patch
