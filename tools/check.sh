@@ -17,10 +17,14 @@
 #      IWCM_CHECK_C_TESTS subset), then all of them with ours (only when
 #      drivers/infiniband/core/iw_cm/iw_cm.ko exists), the KUnit suite,
 #      nvme-rdma unplug, fault storm, the sample ULP's in-handler
-#      removal and the hostile MPA peers against upstream siw in boots of
-#      their own, and a short siw unplug soak
+#      removal, rdma_cm's GID race (tools/testing/rdma_cm/repro-gid-race.sh:
+#      the kernel's order must oops, the test rdma_cm's must not) and the
+#      hostile MPA peers against upstream siw in boots of their own, and a
+#      short siw unplug soak
 # Every boot runs the one test kernel: KASAN, lockdep, kmemleak, DEBUG_LIST,
-# hung-task detector (tools/kernel/config.fragment).
+# hung-task detector (tools/kernel/config.fragment), with the test siw and
+# the test rdma_cm (tools/testing/siw/, tools/testing/rdma_cm/) in place of
+# the kernel's.
 #
 # check.sh --all (`make check-all`) adds what CI leaves out: the whole C
 # iw_cm suite, the nvme-rdma unplug with the C iw_cm, and the nvme-rdma

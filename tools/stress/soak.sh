@@ -54,13 +54,14 @@ lane() {
 		# A boot costs about a minute before its first cycle: not worth
 		# it with less than three left.
 		[ "$left" -ge 180 ] || break
+		[ ! -e "$tmp/stop" ] || break
 		d=$(( left < chunk ? left : chunk ))
 		d=$(( d - 60 ))	# boot and shutdown
 		boots=$((boots + 1))
 		# Boot B of lane L uses SEED + (B-1)*VMS + (L-1): every boot its own seed.
 		s=$((seed + (boots - 1) * vms + ln - 1))
 		log=$tmp/lane-$ln.log
-		IWCM_VM_LOCK=$([ "$vms" -gt 1 ] && echo "$lock_base-$ln.lock" || echo "${IWCM_VM_LOCK:-}") \
+		IWCM_VM_LOCK=$([ "$vms" -gt 1 ] && echo "${IWCM_VM_LOCK:-$lock_base}-$ln.lock" || echo "${IWCM_VM_LOCK:-}") \
 		tools/vm/run.sh --name "soak-$ln-$boots" --timeout $((d + 600)) --allow-rdma-cm-lockdep -- \
 			env IWCM_IMPL="$impl" tools/stress/siw-soak.sh -d "$d" -s "$s" -q "${IWCM_SOAK_IO_QUEUES:-2}" 2>&1 |
 			tee "$log" | sed -u 's/\r$//' | grep --line-buffered -E "^soak|^VM: |^splat-check" | sed -u "s/^/$tag/"
@@ -86,13 +87,28 @@ lane() {
 tmp=$(mktemp -d)
 lock_base=$(bash -c '. tools/kernel/env.sh; echo "$IWCM_CACHE"')/soak-vm
 pids=()
+# Ctrl-C or TERM stops every lane (each runs in a process group of its
+# own: its run.sh, whose timeout passes the signal on to QEMU) and prints
+# the totals of what ran.
+stop() {
+	touch "$tmp/stop"
+	for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
+}
+trap stop INT TERM
 for ln in $(seq 1 "$vms"); do
+	set -m
 	lane "$ln" &
 	pids+=($!)
+	set +m
 	# The boots of the lanes a little apart (their first minutes are the busiest).
 	[ "$ln" -lt "$vms" ] && sleep 20
 done
-wait "${pids[@]}"
+# (wait returns early when a signal's trap ran: wait again for the lanes.)
+while ! wait "${pids[@]}"; do
+	[ -e "$tmp/stop" ] || break
+	kill -0 "${pids[@]}" 2>/dev/null || break
+done
+trap - INT TERM
 boots=0 cycles=0 failed=0 splats=0 leaks=0 bad_boots=0
 declare -a notes=()
 for ln in $(seq 1 "$vms"); do

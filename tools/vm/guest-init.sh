@@ -44,10 +44,13 @@ if [ -f /mnt/results/rdma_cm.ko ]; then
 	mkdir -p /mnt/lib-upper /mnt/lib-work
 	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib,upperdir=/mnt/lib-upper,workdir=/mnt/lib-work /usr/lib
 	cm=/usr/lib/modules/$(uname -r)/kernel/drivers/infiniband/core/rdma_cm.ko
+	# (run.sh fails the run unless this says "replaced".)
 	if [ -f "$cm" ] && cp /mnt/results/rdma_cm.ko "$cm"; then
+		echo replaced > /mnt/results/rdma_cm-status
 		echo "VM: rdma_cm: the test rdma_cm (tools/testing/rdma_cm/) in place of the kernel's"
 	else
-		echo "VM: rdma_cm: cannot replace the kernel's $cm (not built, or compressed)"
+		echo "no uncompressed $cm to replace" > /mnt/results/rdma_cm-status
+		echo "VM: rdma_cm: cannot replace the kernel's $cm (not a module, or compressed)"
 	fi
 else
 	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib /usr/lib

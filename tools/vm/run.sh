@@ -51,7 +51,7 @@ printf '%s\n' "$@" > "$res/argv"
 	echo "set -o pipefail"
 	# The guest's HOME is /tmp: hand over where the kernel cache and the
 	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_QUICK KSELFTEST_DIR; do
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK KSELFTEST_DIR; do
 		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf '%q ' "$@"; echo
@@ -66,13 +66,18 @@ case "${IWCM_RDMA_CM:-patched}" in
 stock) rdma_cm_ko= ;;
 patched)
 	if [ -z "$rdma_cm_ko" ]; then
+		# build.sh does nothing when the module is up to date with the
+		# kernel and the patches; one build at a time (soak lanes).
 		rdma_cm_ko=$IWCM_TOP/tools/testing/rdma_cm/build/rdma_cm.ko
-		if [ ! -f "$rdma_cm_ko" ]; then
-			echo "VM: building the test rdma_cm (tools/testing/rdma_cm/build.sh)"
-			"$IWCM_TOP/tools/testing/rdma_cm/build.sh" > "$res/rdma_cm-build.log" 2>&1 ||
-				{ tail -n 20 "$res/rdma_cm-build.log" >&2; echo "VM: test rdma_cm build failed" >&2; exit 2; }
+		mkdir -p "$IWCM_CACHE"
+		if ! flock "$IWCM_CACHE/rdma_cm-build.lock" \
+			"$IWCM_TOP/tools/testing/rdma_cm/build.sh" > "$res/rdma_cm-build.log" 2>&1; then
+			tail -n 20 "$res/rdma_cm-build.log" >&2
+			echo "VM: test rdma_cm build failed (tools/testing/rdma_cm/build.sh)" >&2
+			exit 2
 		fi
-	fi ;;
+	fi
+	[ -f "$rdma_cm_ko" ] || { echo "VM: no test rdma_cm at $rdma_cm_ko" >&2; exit 2; } ;;
 *) echo "VM: IWCM_RDMA_CM must be patched or stock, not '$IWCM_RDMA_CM'" >&2; exit 2 ;;
 esac
 [ -z "$rdma_cm_ko" ] || cp "$rdma_cm_ko" "$res/rdma_cm.ko"
@@ -159,6 +164,12 @@ else
 	status=$(cat "$res/rc")
 fi
 
+# The test rdma_cm was asked for: the guest must have put it in place
+# (guest-init.sh), or the run tested the kernel's.
+if [ -n "$rdma_cm_ko" ] && [ "$(cat "$res/rdma_cm-status" 2>/dev/null)" != replaced ]; then
+	echo "VM: the test rdma_cm was not put in place of the kernel's ($(cat "$res/rdma_cm-status" 2>/dev/null || echo "no status from the guest")): run fails"
+	[ "$status" -ne 0 ] || status=1
+fi
 if ! python3 "$here/splat-check.py" $allow "$res/console.log"; then
 	echo "VM: kernel splat in the console log: run fails"
 	[ "$status" -ne 0 ] || status=1

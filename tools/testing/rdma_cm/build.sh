@@ -17,8 +17,10 @@
 #                       of 0001) when called on a workqueue worker (a
 #                       ULP's release work, ucma's close work; never the
 #                       thread that removes the device, which must run
-#                       on), for repro-gid-race.sh.  Never loaded by the
-#                       other tests.
+#                       on; each sleep is logged), for repro-gid-race.sh.
+#                       Never loaded by the other tests.  The sleep holds
+#                       rdma_cm's global lock: releases on workers run one
+#                       after another.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../kernel/env.sh"
@@ -60,8 +62,10 @@ start = s.index("static void cma_release_dev(struct rdma_id_private *id_priv)\n{
 end = s.index("\n}\n", start)
 body = s[start:end]
 i = body.index(first) + len(first)
-body = body[:i] + ("\n\tif (release_delay_ms && (current->flags & PF_WQ_WORKER))"
-                   "\n\t\tmsleep(release_delay_ms);") + body[i:]
+body = body[:i] + ("\n\tif (release_delay_ms && (current->flags & PF_WQ_WORKER)) {"
+                   "\n\t\tpr_info(\"release_delay_ms: %u ms between the puts\\n\", release_delay_ms);"
+                   "\n\t\tmsleep(release_delay_ms);"
+                   "\n\t}") + body[i:]
 param = ("/* Test only (tools/testing/rdma_cm/build.sh --delay). */\n"
          "static unsigned int release_delay_ms;\n"
          "module_param(release_delay_ms, uint, 0644);\n\n")
@@ -74,7 +78,7 @@ PY
 
 patches=("$here"/*.patch)
 out=$here/build
-want="$src $KDIR $(cat "${patches[@]}" | sha256sum | cut -c1-16)"
+want="$src $KDIR $(cat "${patches[@]}" "$0" | sha256sum | cut -c1-16)"
 if [ ! -f "$out/.source" ] || [ "$(cat "$out/.source")" != "$want" ]; then
 	prepare "$out" "${patches[@]}"
 	echo "$want" > "$out/.source"
@@ -83,13 +87,13 @@ make -C "$KDIR" M="$out" "${KMAKE_ARGS[@]}" modules
 
 if [ "${1:-}" = --delay ]; then
 	d=$here/build-delay
-	if [ ! -f "$d/.source" ] || [ "$(cat "$d/.source")" != "$want $(sha256sum < "$0" | cut -c1-16)" ]; then
+	if [ ! -f "$d/.source" ] || [ "$(cat "$d/.source")" != "$want" ]; then
 		prepare "$d/upstream"
 		add_delay "$d/upstream/cma.c" "cma_dev_put(id_priv->cma_dev);"
 		prepare "$d/fixed" "${patches[@]}"
 		add_delay "$d/fixed/cma.c" "id_priv->id.route.addr.dev_addr.sgid_attr = NULL;
 	}"
-		echo "$want $(sha256sum < "$0" | cut -c1-16)" > "$d/.source"
+		echo "$want" > "$d/.source"
 	fi
 	make -C "$KDIR" M="$d/upstream" "${KMAKE_ARGS[@]}" modules
 	make -C "$KDIR" M="$d/fixed" "${KMAKE_ARGS[@]}" modules

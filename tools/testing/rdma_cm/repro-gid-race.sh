@@ -33,7 +33,8 @@ if [ "${1:-}" = guest ]; then
 	insmod "$top/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko" role=both addr="$IWCM_ADDR" \
 		nr_io_queues=1 queue_depth=8 own_queue=last order=cmid context=work ||
 		{ echo "repro: sample ULP did not connect"; exit 1; }
-	echo "$delay" > /sys/module/rdma_cm/parameters/release_delay_ms
+	echo "$delay" > /sys/module/rdma_cm/parameters/release_delay_ms ||
+		{ echo "repro: cannot set rdma_cm's release_delay_ms (not the --delay build?)"; exit 1; }
 	echo "repro: rdma link delete (cma_release_dev sleeps ${delay} ms between its puts on a workqueue worker)"
 	timeout 120 rdma link delete "$IWCM_RDEV"
 	echo "repro: rdma link delete status $?"
@@ -41,6 +42,9 @@ if [ "${1:-}" = guest ]; then
 	sleep $(( delay / 1000 * 2 + 5 ))
 	echo "repro: sample live queues: $(sed -n 's/^live //p' /sys/kernel/debug/rust_rdma_ulp/host 2>/dev/null)"
 	echo 0 > /sys/module/rdma_cm/parameters/release_delay_ms
+	# The window was open: releases on workers slept (else the fixed
+	# boot's pass would mean nothing).
+	echo "repro: delayed releases: $(iwcm_dmesg_since_setup | grep -c "release_delay_ms: .* between the puts")"
 	rmmod rust_rdma_ulp
 	# What the sample and ib_core said (the console shows warnings only).
 	iwcm_dmesg_since_setup | grep -E "host:|target:|free_gid_work|KASAN|Oops" | sed 's/^/repro: dmesg: /' | head -n 40
@@ -50,28 +54,31 @@ fi
 "$here/build.sh" --delay > /dev/null || { echo "repro: build.sh --delay failed"; exit 1; }
 make -C "$top" modules siw > /dev/null || { echo "repro: make modules siw failed"; exit 1; }
 
-run() {	# run NAME KO: one boot; prints its console log's path
+run() {	# run NAME KO: one boot; prints its console log's path (the boot's
+	# output goes to stderr: the callers keep the guest's "repro:" lines)
 	local log
-	log=$(IWCM_RDMA_CM_KO=$2 IWCM_IMPL=rust "$top/tools/vm/run.sh" --name "repro-gid-$1" --timeout 480 \
+	log=$(IWCM_RDMA_CM=patched IWCM_RDMA_CM_KO=$2 IWCM_IMPL=rust "$top/tools/vm/run.sh" --name "repro-gid-$1" --timeout 480 \
 		--allow-rdma-cm-lockdep -- env RELEASE_DELAY_MS="$delay" "$0" guest 2>&1 | tee /dev/stderr |
 		sed -n 's/.*results in \(.*\)$/\1/p' | head -n1)
 	echo "$log/console.log"
 }
+delayed() { tr -d '\r' < "$1" | sed -n 's/^repro: delayed releases: //p' | tail -n1; }
 fail=0
-c=$(run upstream "$here/build-delay/upstream/rdma_cm.ko" 2>/dev/null)
+c=$(run upstream "$here/build-delay/upstream/rdma_cm.ko" 2> >(grep --line-buffered "^repro:" >&2))
 if grep -q "free_gid_work" "$c" && grep -qE "BUG: KASAN|general protection fault|BUG: kernel NULL pointer" "$c"; then
 	echo "ok 1 the kernel's order: free_gid_work oopses after the device is gone ($c)"
 else
 	echo "not ok 1 the kernel's order: no free_gid_work report ($c)"
 	fail=1
 fi
-f=$(run fixed "$here/build-delay/fixed/rdma_cm.ko" 2>/dev/null)
+f=$(run fixed "$here/build-delay/fixed/rdma_cm.ko" 2> >(grep --line-buffered "^repro:" >&2))
 rc=$(cat "$(dirname "$f")/rc" 2>/dev/null || echo none)
-if [ "$rc" = 0 ] && python3 "$top/tools/vm/splat-check.py" --allow-rdma-cm-lockdep "$f" >/dev/null &&
+if [ "$(delayed "$f")" -ge 1 ] 2>/dev/null && [ "$rc" = 0 ] &&
+	python3 "$top/tools/vm/splat-check.py" --allow-rdma-cm-lockdep "$f" >/dev/null &&
 	grep -q "repro: rdma link delete status 0" "$f" && ! grep -q "free_gid_work" "$f"; then
 	echo "ok 2 0001's order: delete completes, no splat ($f)"
 else
-	echo "not ok 2 0001's order: guest rc $rc, or a splat, or the delete failed ($f)"
+	echo "not ok 2 0001's order: guest rc $rc, $(delayed "$f") delayed releases (must be >= 1), or a splat, or the delete failed ($f)"
 	fail=1
 fi
 exit $fail
