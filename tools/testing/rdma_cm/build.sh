@@ -18,9 +18,11 @@
 #                       ULP's release work, ucma's close work; never the
 #                       thread that removes the device, which must run
 #                       on; each sleep is logged), for repro-gid-race.sh.
-#                       Never loaded by the other tests.  The sleep holds
-#                       rdma_cm's global lock: releases on workers run one
-#                       after another.
+#                       Never loaded by the other tests.  The sleep drops
+#                       rdma_cm's global lock (cma_process_remove() takes
+#                       it for every id: a sleep holding it would keep the
+#                       removal from running on, and the window would
+#                       open or not by timing).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../kernel/env.sh"
@@ -63,8 +65,10 @@ end = s.index("\n}\n", start)
 body = s[start:end]
 i = body.index(first) + len(first)
 body = body[:i] + ("\n\tif (release_delay_ms && (current->flags & PF_WQ_WORKER)) {"
+                   "\n\t\tmutex_unlock(&lock);"
                    "\n\t\tpr_info(\"release_delay_ms: %u ms between the puts\\n\", release_delay_ms);"
                    "\n\t\tmsleep(release_delay_ms);"
+                   "\n\t\tmutex_lock(&lock);"
                    "\n\t}") + body[i:]
 param = ("/* Test only (tools/testing/rdma_cm/build.sh --delay). */\n"
          "static unsigned int release_delay_ms;\n"

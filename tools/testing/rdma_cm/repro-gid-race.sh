@@ -9,7 +9,8 @@
 # RELEASE_DELAY_MS (default 15000) by build.sh --delay, in two builds of
 # rdma_cm: the kernel's order and 0001's order, each with the sleep
 # between the two puts when they run on a workqueue worker (the ULP's
-# release work; the thread removing the device runs on).  One VM boot each, with our iw_cm, the test siw
+# release work; the thread removing the device runs on), rdma_cm's global
+# lock dropped for the sleep so that the removal is not held up by it.  One VM boot each, with our iw_cm, the test siw
 # and the Rust sample ULP (1 admin + 1 I/O queue, connected to itself),
 # whose host tears its queues down from a work item on DEVICE_REMOVAL
 # (context=work): the ids' last cma_release_dev() runs on a kworker while
