@@ -38,7 +38,12 @@ case "$vms" in [1-9]) ;; *) echo "soak: IWCM_SOAK_VMS must be 1-9" >&2; exit 2 ;
 commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ "$(git -C "$top" status --porcelain 2>/dev/null | grep -v '^??' | head -c1)" ] && commit="$commit+dirty"
 [ "$total" -ge 120 ] || { echo "soak: DURATION must be at least 2m (a boot needs time to run cycles)" >&2; exit 2; }
+tmp=$(mktemp -d)
+lock_base=$(bash -c '. tools/kernel/env.sh; echo "$IWCM_CACHE"')/soak-vm
+echo "soak: $impl iw_cm, ${total}s in boots of up to ${chunk}s, $vms VM(s) side by side, first seed $seed, commit $commit"
 
+# (After the set-up above: a lane's first boot needs the whole of a
+# 180 s soak, make check's.)
 t0=$(date +%s)
 # lane N: boots one after another until the time is up; its totals go to
 # $tmp/lane-N ("boots cycles failed splats leaks bad_boots") and its notes
@@ -52,8 +57,9 @@ lane() {
 	while :; do
 		left=$(( total - ($(date +%s) - t0) ))
 		# A boot costs about a minute before its first cycle: not worth
-		# it with less than three left.
-		[ "$left" -ge 180 ] || break
+		# it with less than three left (a lane's first boot always runs:
+		# DURATION is at least two minutes).
+		[ "$left" -ge 180 ] || [ "$boots" -eq 0 ] || break
 		[ ! -e "$tmp/stop" ] || break
 		d=$(( left < chunk ? left : chunk ))
 		d=$(( d - 60 ))	# boot and shutdown
@@ -84,8 +90,6 @@ lane() {
 	done
 	echo "$boots $cycles $failed $splats $leaks $bad_boots" > "$tmp/lane-$ln"
 }
-tmp=$(mktemp -d)
-lock_base=$(bash -c '. tools/kernel/env.sh; echo "$IWCM_CACHE"')/soak-vm
 pids=()
 # Ctrl-C or TERM stops every lane (each runs in a process group of its
 # own: its run.sh, whose timeout passes the signal on to QEMU) and prints
