@@ -32,6 +32,14 @@ if [ "${IWCM_QUICK:-0}" = 1 ]; then
 	done
 	UP_CLIENT_CASES=${IWCM_HOSTILE_QUICK_CLIENT_CASES:-"garbage long_pdata"}
 fi
+# With the C iw_cm (the reference: does each case expect what C gives?),
+# IWCM_QUICK=1 keeps issue 10's inputs and one of each other kind: the
+# garbage reply, a length beyond the MPA limit, a reject with private
+# data, the MPA timeout; the listener's garbage, long and silent requests.
+if [ "${IWCM_QUICK:-0}" = 1 ] && [ "${IWCM_IMPL:-}" = c ]; then
+	SERVER_CASES=${IWCM_HOSTILE_SERVER_CASES:-"garbage overlong_pd_len reject_pdata silence"}
+	CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage long_pdata silent_hold"}
+fi
 n_srv=$(wc -w <<<"$SERVER_CASES")
 n_cli=$(wc -w <<<"$CLIENT_CASES")
 n_up_srv=$(wc -w <<<"$UP_SERVER_CASES")
