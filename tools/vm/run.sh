@@ -51,7 +51,7 @@ printf '%s\n' "$@" > "$res/argv"
 	echo "set -o pipefail"
 	# The guest's HOME is /tmp: hand over where the kernel cache and the
 	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK KSELFTEST_DIR; do
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
 		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf '%q ' "$@"; echo
@@ -81,6 +81,12 @@ patched)
 *) echo "VM: IWCM_RDMA_CM must be patched or stock, not '$IWCM_RDMA_CM'" >&2; exit 2 ;;
 esac
 [ -z "$rdma_cm_ko" ] || cp "$rdma_cm_ko" "$res/rdma_cm.ko"
+# The selftests' C tool, built here with gcc (seconds) rather than in the
+# guest under TCG (most of a minute): guest-tests.sh takes it when it is
+# newer than its source.  A failure here leaves the guest to build it.
+flock "$IWCM_CACHE/selftests-build.lock" make -s -C "$IWCM_TOP/tools/testing/selftests/iw_cm" \
+	KSELFTEST_DIR="$KSRC/tools/testing/selftests" >"$res/selftests-build.log" 2>&1 ||
+	echo "VM: the selftests' C tool did not build on the host (the guest builds it): $res/selftests-build.log"
 echo "$timeout" > "$res/guest-timeout"
 [ $nokmemleak -eq 0 ] || touch "$res/no-kmemleak"
 

@@ -142,6 +142,21 @@ def srv_reply_then_rst(s, req):
     time.sleep(0.5)
 
 
+def srv_reject_then_close(s, req):
+    # The reject and the FIN in one segment (corked until the shutdown),
+    # so that the FIN is there when siw reads the reject.
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+    s.sendall(frame(KEY_REP, F_REJECT | 2, b""))
+    s.shutdown(socket.SHUT_WR)
+
+
+def srv_reply_then_fpdu(s, req):
+    # A responder that sends at once (siw's own does: ESTABLISHED as soon
+    # as its reply is out): a valid reply and, in the same segment, the
+    # start of an FPDU (an MPA length and a DDP untagged header).
+    s.sendall(valid_reply(req) + struct.pack(">H", 18) + b"\x41\x43" + b"\0" * 16)
+
+
 def srv_huge_ird_ord(s, req):
     # The responder's IRD 0x3fff becomes the initiator's ORD: upstream siw
     # accepts it unclamped (relaxed IRD negotiation) and reports it to the
@@ -172,12 +187,17 @@ SERVER_CASES = {
     # -EINVAL, rdma_cm's CONNECT_ERROR) instead of the reject (-ECONNRESET,
     # REJECTED).  Wait for siw to close, so that the case tests the reject.
     "reject": (srv_reject, "hold"),
+    # The same reject, the FIN in its segment: still a reject.
+    "reject_then_close": (srv_reject_then_close, "close"),
     "reject_pdata": (srv_reject_pdata, "close"),
     "wrong_key": (srv_wrong_key, "close"),
     "bad_revision": (srv_bad_revision, "close"),
     "truncated": (srv_truncated, "close"),
     "truncated_pdata": (srv_truncated_pdata, "close"),
     "reply_then_rst": (srv_reply_then_rst, "rst"),
+    # The FPDU's bytes belong to the QP, not to the reply
+    # (tools/testing/siw/0008; siw failed the connect, -EINVAL).
+    "reply_then_fpdu": (srv_reply_then_fpdu, "hold"),
     "huge_ird_ord": (srv_huge_ird_ord, "close"),
     "enhanced_no_pdata": (srv_enhanced_no_pdata, "close"),
     "enhanced_short_pdata": (srv_enhanced_short_pdata, "close"),
@@ -204,6 +224,9 @@ CLIENT_CASES = {
     # before it (each left a siw endpoint behind, tools/testing/siw/0006).
     "silent_hold": (b"", "hold"),
     "silent_close": (b"", "close"),
+    # Silent for the whole --timeout: beyond siw's MPA request timer, and
+    # beyond its listener and device (siw_halfopen_unplug.sh).
+    "silent_hold_long": (b"", "hold_long"),
     "truncated_pdata": (frame(KEY_REQ, F_ENHANCED | 2, v2(8, 8) + b"p" * 26, pd_len=100), "close"),
     "request_then_rst": (req_v2(b"hello"), "rst"),
     "long_pdata": (req_v2(b"L" * 300), "close"),
@@ -285,6 +308,9 @@ def run_client(case, addr, port, timeout):
     s.sendall(data)
     if how == "hold":
         end(s, how, min(timeout, 8))
+        return 0
+    if how == "hold_long":
+        end(s, "hold", timeout)
         return 0
     rep = read_frame(s, 3)
     if rep is not None and rep[1] & F_REJECT:
