@@ -88,7 +88,7 @@ iwcm_wait_for $((STALL_MS / 1000 + 10)) \
 touch "$IWCM_TMP/sampler.stop"
 wait "$sampler" 2>/dev/null
 row=$(awk -v id="${sid:-x}" '$1 == id && $10 + 0 >= best { best = $10 + 0; r = $0 } END { print r }' "$samples" 2>/dev/null)
-iwcm_log "table row (longest of $(grep -c . "$samples" 2>/dev/null || echo 0) samples): $row"
+iwcm_log "table row (longest of $(cat "$samples" 2>/dev/null | grep -c .) samples): $row"
 ms=$(awk '{ print $10 }' <<<"$row")
 iwcm_check "table: cm_id ${sid:-?} passive, ConnRecv, delivering ConnectRequest for >= $THRESHOLD_MS ms" \
 	eval '[ -n "$row" ] && [ "${ms:-0}" -ge "$THRESHOLD_MS" ]'
