@@ -18,7 +18,7 @@
 # IWCM_ACCEL=tcg|kvm to skip the KVM probe, IWCM_RESULTS_DIR,
 # IWCM_RDMA_CM=patched|stock and IWCM_RDMA_CM_KO (which rdma_cm.ko the guest
 # loads; default the test rdma_cm of tools/testing/rdma_cm/),
-# IWCM_VM_LOCK (lock file that serialises VM runs; default
+# IWCM_VM_SMP (vCPUs, default 2), IWCM_VM_LOCK (lock file that serialises VM runs; default
 # $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,7 +51,7 @@ printf '%s\n' "$@" > "$res/argv"
 	echo "set -o pipefail"
 	# The guest's HOME is /tmp: hand over where the kernel cache and the
 	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
 		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf '%q ' "$@"; echo
@@ -117,6 +117,11 @@ host_timeout=$((timeout + 180))
 echo "VM: booting $(cat "$KDIR/include/config/kernel.release") ($accel), results in $res"
 start=$(date +%s.%N)
 set +e
+# vCPUs: 2 by default (the KUnit stress and the races want two CPUs).
+# IWCM_VM_SMP=1 for VMs run side by side (soak lanes): under TCG, two
+# 2-vCPU guests on 2 host cores preempt each other's lock holders.
+smp=${IWCM_VM_SMP:-2}
+case "$smp" in [1-8]) ;; *) echo "VM: IWCM_VM_SMP must be 1-8, not '$smp'" >&2; exit 2 ;; esac
 # A guest that dies before its init ran (nothing of ours was loaded yet)
 # is booted once more: under TCG the kernel has been seen to Oops on an
 # int3 in its own boot-time text patching (enqueue_timer, no module
@@ -129,7 +134,7 @@ for attempt in 1 2; do
 	# Rust iw_cm's suite runs at insmod only when it is on.
 	# shellcheck disable=SC2086
 	timeout --signal=KILL "$host_timeout" qemu-system-x86_64 \
-		-machine q35,accel="$accel" $cpu -smp 2 -m 3G \
+		-machine q35,accel="$accel" $cpu -smp "$smp" -m 3G \
 		-display none -no-reboot -monitor none -nic none \
 		-serial stdio \
 		-kernel "$bzimage" \

@@ -47,14 +47,17 @@ iwcm_check "the sample ULP's target listens on $PORT (insmod exit $irc)" eval '[
 # From here on every step is short (the window is siw's 5 s timer; under
 # TCG with KASAN a dmesg scan alone takes a second).
 before=$(n_eps)
-iwcm_spawn peer "$IWCM_TMP/peer.log" python3 "$PEER" client silent_hold_long "$IWCM_ADDR" $PORT --timeout $HOLD
-iwcm_wait_for 10 iwcm_log_has "$IWCM_TMP/peer.log" "connected to" || iwcm_log "the peer did not connect"
+# t0 before the connect: siw's timer starts at its accept, which may come
+# before this script sees the peer's "connected" line.
 t0=$(__iwcm_now)
+iwcm_spawn peer "$IWCM_TMP/peer.log" python3 "$PEER" client silent_hold_long "$IWCM_ADDR" $PORT --timeout $HOLD
+conn=1
+iwcm_wait_for 10 iwcm_log_has "$IWCM_TMP/peer.log" "connected to" || { conn=0; iwcm_log "the peer did not connect"; }
 # siw has accepted it (siw_accept_newconn, in its CM work) once the
 # listening socket's accept queue (ss's Recv-Q) is empty again: deleting
 # the device before that would reset the connection instead.
 accepted() { [ "$(ss -Hltn "sport = :$PORT" | awk '{ print $2; exit }')" = 0 ]; }
-iwcm_wait_for 5 accepted || iwcm_log "siw has not accepted the connection after 5 s: $(ss -Hltn "sport = :$PORT")"
+iwcm_wait_for 5 accepted || { conn=0; iwcm_log "siw has not accepted the connection after 5 s: $(ss -Hltn "sport = :$PORT")"; }
 
 # The device goes (and, on its DEVICE_REMOVAL, the ULP's listener: its
 # endpoint stays, held by the passive one), before the timer fires.
@@ -62,8 +65,8 @@ timeout 60 rdma link delete "$IWCM_RDEV"
 drc=$?
 gone=$(__iwcm_elapsed "$t0")
 iwcm_log "rdma link delete $IWCM_RDEV (status $drc) done $gone s after the connect; siw endpoints since setup: $before before the connect, $(n_eps) now"
-iwcm_check "device gone before siw's MPA timer (${gone} s < ${MPA_TIMER} s after the connect)" \
-	eval '[ "$drc" -eq 0 ] && awk -v g="$gone" -v t="$MPA_TIMER" "BEGIN { exit !(g < t) }"'
+iwcm_check "peer connected and accepted, device gone before siw's MPA timer (${gone} s < ${MPA_TIMER} s after the connect)" \
+	eval '[ "$conn" = 1 ] && [ "$drc" -eq 0 ] && awk -v g="$gone" -v t="$MPA_TIMER" "BEGIN { exit !(g < t) }"'
 
 # The timer fires; siw frees the passive endpoint and the listener's.
 if iwcm_siw_ep_accounting; then
