@@ -133,7 +133,10 @@ for attempt in 1 2; do
 	# KUnit off by default (CONFIG_KUNIT_DEFAULT_ENABLED unset), and the
 	# Rust iw_cm's suite runs at insmod only when it is on.
 	# shellcheck disable=SC2086
-	timeout --signal=KILL "$host_timeout" qemu-system-x86_64 \
+	# --foreground: QEMU stays in the caller's process group, so that
+	# Ctrl-C, or a soak lane stopped with its group, stops it too
+	# (timeout otherwise moves it to a group of its own).
+	timeout --foreground --signal=KILL "$host_timeout" qemu-system-x86_64 \
 		-machine q35,accel="$accel" $cpu -smp "$smp" -m 3G \
 		-display none -no-reboot -monitor none -nic none \
 		-serial stdio \
