@@ -295,7 +295,8 @@ def run_client(case, addr, port, timeout):
         return run_burst(addr, port, 24)
     data, how = CLIENT_CASES[case]
     s = socket.create_connection((addr, port), timeout=timeout)
-    log("client %s connected to %s:%d, sending %d bytes" % (case, addr, port, len(data)))
+    log("client %s connected to %s:%d at %.3f, sending %d bytes"
+        % (case, addr, port, time.time(), len(data)))
     s.sendall(data)
     if how == "hold":
         end(s, how, min(timeout, 8))

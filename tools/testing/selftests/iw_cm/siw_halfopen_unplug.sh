@@ -47,12 +47,14 @@ iwcm_check "the sample ULP's target listens on $PORT (insmod exit $irc)" eval '[
 # From here on every step is short (the window is siw's 5 s timer; under
 # TCG with KASAN a dmesg scan alone takes a second).
 before=$(n_eps)
-# t0 before the connect: siw's timer starts at its accept, which may come
-# before this script sees the peer's "connected" line.
-t0=$(__iwcm_now)
 iwcm_spawn peer "$IWCM_TMP/peer.log" python3 "$PEER" client silent_hold_long "$IWCM_ADDR" $PORT --timeout $HOLD
 conn=1
-iwcm_wait_for 10 iwcm_log_has "$IWCM_TMP/peer.log" "connected to" || { conn=0; iwcm_log "the peer did not connect"; }
+iwcm_wait_for 30 iwcm_log_has "$IWCM_TMP/peer.log" "connected to" || { conn=0; iwcm_log "the peer did not connect in 30 s"; }
+# t0: the peer's own time of the connect (same clock): siw's timer starts
+# at its accept, right after, and this script may see the line seconds
+# later on a loaded VM.
+t0=$(sed -n 's/.* connected to .* at \([0-9.]*\), sending.*/\1/p' "$IWCM_TMP/peer.log" | head -n1)
+[ -n "$t0" ] || t0=$(__iwcm_now)
 # siw has accepted it (siw_accept_newconn, in its CM work) once the
 # listening socket's accept queue (ss's Recv-Q) is empty again: deleting
 # the device before that would reset the connection instead.
@@ -65,8 +67,16 @@ timeout 60 rdma link delete "$IWCM_RDEV"
 drc=$?
 gone=$(__iwcm_elapsed "$t0")
 iwcm_log "rdma link delete $IWCM_RDEV (status $drc) done $gone s after the connect; siw endpoints since setup: $before before the connect, $(n_eps) now"
-iwcm_check "peer connected and accepted, device gone before siw's MPA timer (${gone} s < ${MPA_TIMER} s after the connect)" \
-	eval '[ "$conn" = 1 ] && [ "$drc" -eq 0 ] && awk -v g="$gone" -v t="$MPA_TIMER" "BEGIN { exit !(g < t) }"'
+# The connect and the delete must work; the delete's finishing inside the
+# timer is what makes the case test the late free: when a loaded VM is
+# slower than that, the case says so as a SKIP instead of passing.
+if [ "$conn" != 1 ] || [ "$drc" -ne 0 ]; then
+	ktap_test_fail "peer connected and accepted, rdma link delete $IWCM_RDEV (status $drc)"
+elif awk -v g="$gone" -v t="$MPA_TIMER" 'BEGIN { exit !(g < t) }'; then
+	ktap_test_pass "peer connected and accepted, device gone before siw's MPA timer (${gone} s < ${MPA_TIMER} s after the connect)"
+else
+	ktap_test_skip "device gone ${gone} s after the connect, not within siw's ${MPA_TIMER} s MPA timer (a loaded VM): the late free was not tested"
+fi
 
 # The timer fires; siw frees the passive endpoint and the listener's.
 if iwcm_siw_ep_accounting; then
