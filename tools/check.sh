@@ -10,20 +10,18 @@
 #      and tools/build-errors-test.sh (the build's messages for a tree
 #      without Rust artefacts or without the port mapper sources)
 #   5. the iw_cm selftests' C tool built on the host (gcc)
-#   6. the VM harness's own negative tests: a kernel WARNING and a KASAN
-#      report (lkdtm, one boot) must each be reported and fail the run, a
-#      command that never ends must be reported as a hang (124)
-#   7. the iw_cm selftests in the VM with the stock C iw_cm (CI: the
-#      IWCM_CHECK_C_TESTS subset), then all of them with ours (only when
-#      drivers/infiniband/core/iw_cm/iw_cm.ko exists), the KUnit suite,
-#      nvme-rdma unplug, fault storm, the sample ULP's in-handler
-#      removal and the hostile MPA peers against upstream siw in boots of
-#      their own, and a short siw unplug soak
-# Every boot runs the one test kernel: KASAN, lockdep, kmemleak, DEBUG_LIST,
-# hung-task detector (tools/kernel/config.fragment), with the test siw and
-# the test rdma_cm (tools/testing/siw/, tools/testing/rdma_cm/) in place of
-# the kernel's.
-#
+#   6. the VM jobs, IWCM_CHECK_LANES (default 2) side by side, one vCPU
+#      per guest (IWCM_CHECK_VM_SMP), longest first, each lane taking
+#      the next job when it is free: the harness's own negative tests (a
+#      kernel WARNING and a KASAN report -- lkdtm, one boot -- must each
+#      fail the run, a command that never ends must be reported as a
+#      hang, 124); the iw_cm selftests with the stock C iw_cm (CI: the
+#      IWCM_CHECK_C_TESTS subset); with ours (only when
+#      drivers/infiniband/core/iw_cm/iw_cm.ko exists) the selftest
+#      collection in two boots (IWCM_CHECK_RUST_TESTS_A/_B), the KUnit
+#      suite (two vCPUs), nvme-rdma unplug and fault storm, the sample
+#      ULP's in-handler removal, the hostile MPA peers against upstream
+#      siw, and a short siw unplug soak
 # check.sh --all (`make check-all`) adds what CI leaves out: the whole C
 # iw_cm suite, the nvme-rdma unplug with the C iw_cm, and the nvme-rdma
 # hot-unplug stress (tools/stress/run-stress.sh, 20 cycles), rdma_cm's
@@ -36,7 +34,8 @@
 # the exit status is 0 only when nothing failed and at least one VM suite ran.
 #
 # Environment: IWCM_CHECK_SUITE_TIMEOUT (guest watchdog per suite, s),
-# IWCM_TESTS (run only these selftests, e.g. "rping.sh cmtime.sh"),
+# IWCM_CHECK_LANES, IWCM_CHECK_VM_SMP, IWCM_CHECK_KUNIT_SMP (vCPUs of the
+# KUnit boot, default 2), IWCM_CHECK_RUST_TESTS_A/_B,
 # IWCM_CHECK_C_TESTS (the C iw_cm selftests of `make check`),
 # IWCM_CHECK_SOAK (seconds of siw unplug soak in `make check`, default 180),
 # IWCM_CHECK_STRESS_CYCLES (nvme stress cycles of --all, default 20).
@@ -66,6 +65,7 @@ fi
 # 25 minutes more under TCG.
 c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh killed_listener.sh}
 
+jobdir=
 passed=0
 failed=0
 skipped=0
@@ -89,13 +89,35 @@ mkdir -p "$IWCM_RESULTS_DIR"
 suite_timeout=${IWCM_CHECK_SUITE_TIMEOUT:-3600}
 
 say() { printf '%s\n' "check: $*"; }
-record() {	# record pass|fail|skip WHAT
-	case $1 in
-	pass) passed=$((passed + 1)) ;;
-	fail) failed=$((failed + 1)) ;;
-	skip) skipped=$((skipped + 1)) ;;
+# Results: in the main shell they go straight into the counters; inside a
+# VM job (a lane's subshell, below) into the job's result file, which
+# finish() reads.  Lines: "pass|fail|skip<TAB>what", "count<TAB>P F S<TAB>
+# what", "case<TAB>failed case", "suite<TAB>".
+result() {
+	if [ -n "$jobdir" ]; then
+		printf '%s\n' "$1" >> "$jobdir/$job_id.res"
+		return
+	fi
+	local kind a b c d e
+	IFS=$'\t' read -r kind a b <<<"$1"
+	case $kind in
+	pass|fail|skip)
+		case $kind in
+		pass) passed=$((passed + 1)) ;;
+		fail) failed=$((failed + 1)) ;;
+		skip) skipped=$((skipped + 1)) ;;
+		esac
+		summary+=("$(printf '%-4s %s' "$kind" "$a")") ;;
+	count)
+		read -r c d e <<<"$a"
+		passed=$((passed + c)); failed=$((failed + d)); skipped=$((skipped + e))
+		summary+=("$b") ;;
+	case) failed_cases+=("$a") ;;
+	suite) suites_run=$((suites_run + 1)) ;;
 	esac
-	summary+=("$(printf '%-4s %s' "$1" "$2")")
+}
+record() {	# record pass|fail|skip WHAT
+	result "$1"$'\t'"$2"
 	say "$1: $2"
 }
 finish() {
@@ -126,7 +148,6 @@ make_has_target() {
 	! make -C "$top" -n "$1" 2>&1 | grep -qE "No rule to make target '$1'|No targets"
 }
 secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
-
 # ---------------------------------------------------------------- 1, 2
 part "setup-deps"
 say "== setup-deps"
@@ -222,7 +243,15 @@ else
 	record fail "selftests build (rdma_disc, gcc)"
 fi
 
-# ---------------------------------------------------------------- 6
+# ---------------------------------------------------------------- 6, 7
+# The VM part: jobs, each one or more boots of the test kernel, run by
+# IWCM_CHECK_LANES lanes side by side (default 2: one per host core).  A
+# lane takes the next job off the list (longest first) until none is
+# left; each lane's guests get IWCM_CHECK_VM_SMP vCPUs (default 1: under
+# TCG two 2-vCPU guests on 2 host cores preempt each other's lock holders)
+# and a VM lock of their own.  A job's whole output goes to
+# $IWCM_RESULTS_DIR/jobs/NAME.out; its "check:" lines are printed when it
+# ends.
 vm() {	# vm NAME LOG run.sh-args...: run a VM, its output to LOG and stdout
 	local name=$1 log=$2
 	shift 2
@@ -236,44 +265,46 @@ boot_info() {	# boot_info LOG: how long the VM took to boot
 	echo "VM boot: init reached at ${init:-?} s guest uptime; whole VM run ${host:-?} s"
 }
 
-part "VM harness negative tests (WARNING, KASAN, hang)"
-# One boot for both splat kinds: the splat check prints every report it
-# matched, so each must appear under its "splat-check:" line.
-say "== harness negative test: a kernel WARNING and a KASAN report (lkdtm WARNING, READ_AFTER_FREE) must fail the run"
-log=$IWCM_RESULTS_DIR/neg-splat.out
-vm neg-splat "$log" --timeout 150 -- \
-	bash -c 'modprobe lkdtm && echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT &&
-		echo READ_AFTER_FREE > /sys/kernel/debug/provoke-crash/DIRECT'
-rc=$?
-say "$(boot_info "$log")"
-splat_lines=$(sed -n '/^splat-check: .*console.log/,$p' "$log")
-if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qE "^ +WARNING: " <<<"$splat_lines"; then
-	record pass "harness: lkdtm WARNING fails the run (exit $rc, splat printed)"
-else
-	record fail "harness: lkdtm WARNING fails the run (exit $rc)"
-fi
-if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
-   grep -qE "^ +BUG: KASAN: [a-z-]*use-after-free" <<<"$splat_lines"; then
-	record pass "harness: lkdtm READ_AFTER_FREE's KASAN report fails the run (exit $rc, splat printed)"
-else
-	record fail "harness: lkdtm READ_AFTER_FREE's KASAN report fails the run (exit $rc; is the kernel built with KASAN?)"
-fi
+job_neg_splat() {
+	# One boot for both splat kinds: the splat check prints every report
+	# it matched, so each must appear under its "splat-check:" line.
+	say "== harness negative test: a kernel WARNING and a KASAN report (lkdtm WARNING, READ_AFTER_FREE) must fail the run"
+	local log=$IWCM_RESULTS_DIR/neg-splat.out rc splat_lines
+	vm neg-splat "$log" --timeout 300 -- \
+		bash -c 'modprobe lkdtm && echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT &&
+			echo READ_AFTER_FREE > /sys/kernel/debug/provoke-crash/DIRECT'
+	rc=$?
+	say "$(boot_info "$log")"
+	splat_lines=$(sed -n '/^splat-check: .*console.log/,$p' "$log")
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qE "^ +WARNING: " <<<"$splat_lines"; then
+		record pass "harness: lkdtm WARNING fails the run (exit $rc, splat printed)"
+	else
+		record fail "harness: lkdtm WARNING fails the run (exit $rc)"
+	fi
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
+	   grep -qE "^ +BUG: KASAN: [a-z-]*use-after-free" <<<"$splat_lines"; then
+		record pass "harness: lkdtm READ_AFTER_FREE's KASAN report fails the run (exit $rc, splat printed)"
+	else
+		record fail "harness: lkdtm READ_AFTER_FREE's KASAN report fails the run (exit $rc; is the kernel built with KASAN?)"
+	fi
+}
 
-say "== harness negative test: a command that never ends is a hang (exit 124)"
-log=$IWCM_RESULTS_DIR/neg-hang.out
-t=$(date +%s.%N)
-vm neg-hang "$log" --timeout 20 -- sleep 1000
-rc=$?
-if [ "$rc" -eq 124 ] && grep -q "VM: HANG" "$log"; then
-	record pass "harness: sleep 1000 with --timeout 20 reported as a hang (exit 124, $(secs_since "$t") s)"
-else
-	record fail "harness: sleep 1000 with --timeout 20 reported as a hang (exit $rc)"
-fi
+job_neg_hang() {
+	say "== harness negative test: a command that never ends is a hang (exit 124)"
+	local log=$IWCM_RESULTS_DIR/neg-hang.out t rc
+	t=$(date +%s.%N)
+	vm neg-hang "$log" --timeout 20 --no-kmemleak -- sleep 1000
+	rc=$?
+	if [ "$rc" -eq 124 ] && grep -q "VM: HANG" "$log"; then
+		record pass "harness: sleep 1000 with --timeout 20 reported as a hang (exit 124, $(secs_since "$t") s)"
+	else
+		record fail "harness: sleep 1000 with --timeout 20 reported as a hang (exit $rc)"
+	fi
+}
 
-# ---------------------------------------------------------------- 7
-# suite IMPL: run the selftests in a VM and count the KTAP top-level results.
-# suite IMPL [NAME TESTS RUN.SH-OPTIONS...]: NAME/TESTS select a boot of
-# its own for the named (extended) selftests.
+# suite IMPL [NAME TESTS RUN.SH-OPTIONS...]: run the selftests in a VM and
+# count the KTAP top-level results; NAME/TESTS select a boot of its own for
+# the named (extended) selftests.
 suite() {
 	local impl=$1 name=${2:-suite-$1} tests=${3:-} log res ktap rc np nf ns
 	shift; shift; shift
@@ -282,12 +313,14 @@ suite() {
 	vm "$name" "$log" --timeout "$suite_timeout" "$@" -- \
 		env IWCM_TESTS="$tests" "$top/tools/vm/guest-tests.sh" "$impl"
 	rc=$?
-	suites_run=$((suites_run + 1))
+	result suite
 	say "$(boot_info "$log")"
 	res=$(sed -n 's/.*results in \(.*\)$/\1/p' "$log" | head -n1)
 	ktap=$res/ktap-$impl.txt
 	if [ -z "$res" ] || [ ! -s "$ktap" ]; then
-		record fail "suite $impl: no KTAP output (VM exit $rc)"
+		record fail "suite $name: no KTAP output (VM exit $rc)"
+		grep -A6 -E "^splat-check: |^VM: (HANG|the guest stopped)" "$log" | head -n 30 |
+			while IFS= read -r l; do result "case"$'\t'"[$name] $l"; done
 		return
 	fi
 	# Top-level results are the unindented lines of the runner.
@@ -296,122 +329,195 @@ suite() {
 	# reason; counted as skipped, never as passed.
 	ns=$(grep -cE "^ok [0-9]+ selftests: iw_cm: .*# (SKIP|XFAIL)" "$ktap")
 	nf=$(grep -cE "^not ok [0-9]+ selftests: iw_cm: " "$ktap")
-	say "suite $impl: per-test durations:"
+	say "suite $name: per-test durations:"
 	awk '/^# selftests: iw_cm: / { t = $4 }
 	     /^# # [a-z_]+: duration [0-9.]+ s/ { printf "check:   %-28s %8s s\n", t, $(NF-1) }' "$ktap"
-	grep -E "^(not )?ok [0-9]+ selftests: iw_cm: " "$ktap" | sed "s/^/check:   [$impl] /"
+	grep -E "^(not )?ok [0-9]+ selftests: iw_cm: " "$ktap" | sed "s/^/check:   [$name] /"
 	# Each failed case by name, for the summary (CI shows only its tail).
-	while IFS= read -r l; do
-		failed_cases+=("[$name] $l")
-	done < <(awk '/^# selftests: iw_cm: / { t = $4 }
-		/^# not ok [0-9]+ / { sub(/^# not ok [0-9]+ /, ""); print t ": " $0 }' "$ktap" | head -n 20)
-	passed=$((passed + np))
-	failed=$((failed + nf))
-	skipped=$((skipped + ns))
-	summary+=("suite $impl: $np passed, $nf failed, $ns skipped (VM exit $rc)")
+	awk '/^# selftests: iw_cm: / { t = $4 }
+		/^# not ok [0-9]+ / { sub(/^# not ok [0-9]+ /, ""); print t ": " $0 }' "$ktap" | head -n 20 |
+		while IFS= read -r l; do result "case"$'\t'"[$name] $l"; done
+	result "count"$'\t'"$np $nf $ns"$'\t'"suite $name ($impl): $np passed, $nf failed, $ns skipped (VM exit $rc)"
+	say "suite $name: $np passed, $nf failed, $ns skipped (VM exit $rc)"
 	if [ $((np + nf + ns)) -eq 0 ]; then
-		record fail "suite $impl: no test result"
+		record fail "suite $name: no test result"
 	elif [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
 		# Every test passed but the VM run failed: a kernel splat
 		# (run.sh's splat check, kmemleak), a hang or a crash.
-		record fail "suite $impl: VM run failed (exit $rc) although every test passed: see $res/console.log"
-		while IFS= read -r l; do
-			failed_cases+=("[$name] $l")
-		done < <(grep -A6 -E "^splat-check: |^VM: (HANG|the guest stopped)" "$log" | head -n 30)
+		record fail "suite $name: VM run failed (exit $rc) although every test passed: see $res/console.log"
+		grep -A6 -E "^splat-check: |^VM: (HANG|the guest stopped)" "$log" | head -n 30 |
+			while IFS= read -r l; do result "case"$'\t'"[$name] $l"; done
 	fi
 }
 
-if [ $all -eq 1 ]; then
-	part "suite c (all)"
-	suite c
-	# The in-tree ULP's unplug (nvmet-rdma + nvme-rdma, fio with verify,
-	# then rdma link delete) with the C iw_cm too: a boot of its own.
-	part "nvme-rdma unplug, C iw_cm"
-	suite c nvme-unplug-c "nvme_unplug.sh"
-else
-	part "suite c (CI subset)"
-	suite c suite-c-ci "$c_ci_tests"
-fi
-if [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ]; then
-	part "suite rust"
-	suite rust
-	# Boots of their own: the module's KUnit suite, the nvme-rdma unplug
-	# and the fail_iw_cm fault-injection storm; the sample ULP's in-handler
-	# removal (own queue first: the variant that deadlocks the C iw_cm),
-	# where only rdma_cm's handler_mutex lockdep report is accepted.
-	part "KUnit, nvme-rdma unplug, fault storm (rust)"
-	# The KUnit suite with its multi-CPU lifecycle stress (75,000 of its
-	# lifecycles -- an active cm_id, or a listener and its children --
-	# about 106,000 cm_ids, each created, driven and destroyed; kunit.sh
-	# requires 100,000; off at a plain insmod).
-	IWCM_KUNIT_PARAMS=stress_lifecycles=75000 \
-		suite rust kunit-nvme-fault-rust "kunit.sh nvme_unplug.sh fault_storm.sh"
-	part "sample ULP in-handler removal (rust)"
-	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
-	# rdma_cm's GID attribute race under unplug (tools/testing/rdma_cm/
-	# 0001), its window widened: the kernel's order must oops in
-	# free_gid_work, the test rdma_cm's must not.  Two short boots.
-	# make check-all only: every boot of make check already runs the test
-	# rdma_cm (its fixed order); this shows the kernel's order oops.
-	if [ $all -eq 1 ]; then
-		part "rdma_cm GID race, kernel's order vs the test rdma_cm's (rust)"
-		say "== tools/testing/rdma_cm/repro-gid-race.sh"
-		log=$IWCM_RESULTS_DIR/repro-gid-race.out
-		"$top/tools/testing/rdma_cm/repro-gid-race.sh" 2>&1 | tee "$log" | grep -E "^(not )?ok [0-9]|^repro:"
-		for n in 1 2; do
-			l=$(grep -E "^(not )?ok $n " "$log" | head -n1)
-			case "$l" in
-			"ok "*) record pass "rdma_cm GID race: ${l#ok $n }" ;;
-			*) record fail "rdma_cm GID race: ${l:-case $n did not run}" ;;
-			esac
-		done
-	fi
+# The C iw_cm selftests CI runs every time: they keep the tests whose
+# expectations encode iw_cm semantics honest against the reference
+# (rping, disconnect and reject semantics, the killed listener, the
+# hostile MPA peers with the test siw: the C iw_cm must turn each into
+# the error event the Rust one gives).  The rest (siw_bringup,
+# accept_race, ucmatose, cmtime, rdma_server_client, perftest,
+# kill_teardown, provider_load, module_unload and the nvme-rdma unplug)
+# run with the C iw_cm under `make check-all`.
+c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh killed_listener.sh}
+# Our selftest collection in two boots, so that the two lanes share it.
+rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
+rust_tests_b=${IWCM_CHECK_RUST_TESTS_B:-siw_bringup.sh rping.sh accept_race.sh ucmatose.sh cmtime.sh rdma_server_client.sh perftest.sh kill_teardown.sh disconnect.sh reject_listener.sh provider_load.sh}
 
+job_suite_c_ci() { suite c suite-c-ci "$c_ci_tests"; }
+job_suite_c_all() { suite c; }
+job_nvme_unplug_c() {
+	# The in-tree ULP's unplug (nvmet-rdma + nvme-rdma, fio with
+	# verify, then rdma link delete) with the C iw_cm too.
+	suite c nvme-unplug-c "nvme_unplug.sh"
+}
+job_suite_rust_a() { suite rust suite-rust-a "$rust_tests_a"; }
+job_suite_rust_b() { suite rust suite-rust-b "$rust_tests_b"; }
+job_kunit_rust() {
+	# The module's KUnit suite with its multi-CPU lifecycle stress
+	# (75,000 of its lifecycles -- an active cm_id, or a listener and its
+	# children -- about 106,000 cm_ids, each created, driven and
+	# destroyed; kunit.sh requires 100,000; off at a plain insmod): two
+	# vCPUs whatever the lanes use.
+	IWCM_VM_SMP=${IWCM_CHECK_KUNIT_SMP:-2} IWCM_KUNIT_PARAMS=stress_lifecycles=75000 \
+		suite rust kunit-rust "kunit.sh"
+}
+job_nvme_fault_rust() {
+	# The nvme-rdma unplug and the fail_iw_cm fault-injection storm.
+	suite rust nvme-fault-rust "nvme_unplug.sh fault_storm.sh"
+}
+job_sample_unplug_rust() {
+	# The sample ULP's in-handler removal (own queue first: the variant
+	# that deadlocks the C iw_cm), where only rdma_cm's handler_mutex
+	# lockdep report is accepted.
+	suite rust sample-unplug-rust "sample_unplug.sh" --allow-rdma-cm-lockdep
+}
+job_hostile_upstream_rust() {
 	# Hostile MPA peers against upstream siw (issue 10: ours survives
 	# what oopses the C iw_cm): a boot of its own, since upstream siw's
 	# BH-unsafe sk_callback_lock primes lockdep against later tests.
-	part "hostile peers, upstream siw (rust)"
 	suite rust hostile-upstream-rust "hostile_peer_upstream.sh"
-
+}
+job_gid_race() {
+	# rdma_cm's GID attribute race under unplug (tools/testing/rdma_cm/
+	# 0001), its window widened: the kernel's order must oops in
+	# free_gid_work, the test rdma_cm's must not.  Two short boots.
+	say "== tools/testing/rdma_cm/repro-gid-race.sh"
+	local log=$IWCM_RESULTS_DIR/repro-gid-race.out n l
+	"$top/tools/testing/rdma_cm/repro-gid-race.sh" 2>&1 | tee "$log" | grep -E "^(not )?ok [0-9]|^repro:"
+	for n in 1 2; do
+		l=$(grep -E "^(not )?ok $n " "$log" | head -n1)
+		case "$l" in
+		"ok "*) record pass "rdma_cm GID race: ${l#ok $n }" ;;
+		*) record fail "rdma_cm GID race: ${l:-case $n did not run}" ;;
+		esac
+	done
+}
+job_soak_rust() {
 	# The siw unplug soak (tools/stress/siw-soak.sh), short: rping,
 	# ucmatose and the sample ULP connected, rdma link delete under
 	# traffic, every gate per cycle.  `make soak DURATION=...` runs it long.
-	part "siw unplug soak (rust)"
-	soak=${IWCM_CHECK_SOAK:-180}
+	local soak=${IWCM_CHECK_SOAK:-180} log rc sum
 	say "== siw unplug soak, ${soak} s, IWCM_IMPL=rust"
 	log=$IWCM_RESULTS_DIR/soak-rust.out
 	IWCM_SOAK_BOOT=${soak}s "$top/tools/stress/soak.sh" "${soak}s" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
+	result suite
 	sum=$(sed -n 's/^  \(cycles done\|failed cycles\|splats\|leaks\): *//p' "$log" | tr '\n' ',' | sed 's/,$//')
 	if [ "$rc" -eq 0 ]; then
 		record pass "soak rust: siw unplug micro-cycles, all gates green (cycles/failed/splats/leaks: $sum)"
 	else
 		record fail "soak rust: siw unplug micro-cycles (exit $rc; cycles/failed/splats/leaks: $sum)"
 	fi
-
+}
+job_stress_rust() {
 	# siw hot-unplug stress (tools/stress): nvmet-rdma + nvme-rdma with
 	# fio verify, rping/ucmatose/cmtime churn, rdma link delete mid-I/O;
 	# per-cycle gates (splats, cm_id count, rdma_cm ids, kmemleak every
-	# 10 cycles) plus the VM's own splat gate.  A boot of its own.
-	ncyc=${IWCM_CHECK_STRESS_CYCLES:-20}
-	if [ $all -eq 1 ]; then
-		part "nvme-rdma hot-unplug stress (rust)"
-		say "== siw hot-unplug stress, $ncyc cycles, IWCM_IMPL=rust"
-		log=$IWCM_RESULTS_DIR/stress-rust.out
-		t=$(date +%s.%N)
-		IWCM_IMPL=rust "$top/tools/stress/run-stress.sh" -c "$ncyc" 2>&1 | tee "$log"
-		rc=${PIPESTATUS[0]}
-		# The guest's lines come through the serial console with CRLF endings.
-		sum=$(tr -d '\r' < "$log" | sed -n 's/^  \(cycles failed\|slowest delete\|leaks\|splats\|verify mismatches\): *//p' | tr '\n' ',' | sed 's/,$//')
-		if [ "$rc" -eq 0 ] && tr -d '\r' < "$log" | grep -qE "^  cycles failed: +0$"; then
-			record pass "stress rust: $ncyc unplug cycles, all gates green ($(secs_since "$t") s; failed/slowest/leaks/splats/mismatches: $sum)"
-		else
-			record fail "stress rust: $ncyc unplug cycles (exit $rc; $sum)"
-		fi
+	# 10 cycles) plus the VM's own splat gate.
+	local ncyc=${IWCM_CHECK_STRESS_CYCLES:-20} log t rc sum
+	say "== siw hot-unplug stress, $ncyc cycles, IWCM_IMPL=rust"
+	log=$IWCM_RESULTS_DIR/stress-rust.out
+	t=$(date +%s.%N)
+	IWCM_IMPL=rust "$top/tools/stress/run-stress.sh" -c "$ncyc" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	result suite
+	# The guest's lines come through the serial console with CRLF endings.
+	sum=$(tr -d '\r' < "$log" | sed -n 's/^  \(cycles failed\|slowest delete\|leaks\|splats\|verify mismatches\): *//p' | tr '\n' ',' | sed 's/,$//')
+	if [ "$rc" -eq 0 ] && tr -d '\r' < "$log" | grep -qE "^  cycles failed: +0$"; then
+		record pass "stress rust: $ncyc unplug cycles, all gates green ($(secs_since "$t") s; failed/slowest/leaks/splats/mismatches: $sum)"
+	else
+		record fail "stress rust: $ncyc unplug cycles (exit $rc; $sum)"
 	fi
-else
-	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm suite is skipped"
-	record skip "suite rust: drivers/infiniband/core/iw_cm/iw_cm.ko not built"
+}
+
+# The job list, longest first (a lane takes the next one when it is free).
+jobs=()
+have_rust=0
+[ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ] && have_rust=1
+if [ $have_rust -eq 1 ]; then
+	[ $all -eq 1 ] && jobs+=(stress_rust)
+	jobs+=(suite_rust_a suite_rust_b)
 fi
+if [ $all -eq 1 ]; then
+	jobs+=(suite_c_all nvme_unplug_c)
+else
+	jobs+=(suite_c_ci)
+fi
+if [ $have_rust -eq 1 ]; then
+	jobs+=(nvme_fault_rust hostile_upstream_rust soak_rust kunit_rust sample_unplug_rust)
+	[ $all -eq 1 ] && jobs+=(gid_race)
+else
+	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm jobs are skipped"
+	record skip "Rust iw_cm jobs: drivers/infiniband/core/iw_cm/iw_cm.ko not built"
+fi
+jobs+=(neg_splat neg_hang)
+
+lanes=${IWCM_CHECK_LANES:-2}
+case "$lanes" in [1-4]) ;; *) echo "check: IWCM_CHECK_LANES must be 1-4" >&2; exit 2 ;; esac
+part "VM jobs (${#jobs[@]} jobs in $lanes lanes)"
+say "== VM jobs, $lanes lane(s) side by side: ${jobs[*]}"
+jobs_dir=$IWCM_RESULTS_DIR/jobs
+mkdir -p "$jobs_dir"
+echo 0 > "$jobs_dir/next"
+: > "$jobs_dir/times"
+lane() {	# lane N: run jobs off the list until none is left
+	local ln=$1 i name id t0 secs out
+	export IWCM_VM_LOCK=$IWCM_CACHE/check-lane-$ln.lock
+	[ "$lanes" -gt 1 ] && export IWCM_VM_SMP=${IWCM_CHECK_VM_SMP:-1}
+	while :; do
+		i=$(flock "$jobs_dir/next.lock" bash -c 'i=$(cat "$1"); echo $((i + 1)) > "$1"; echo "$i"' _ "$jobs_dir/next")
+		[ "$i" -lt "${#jobs[@]}" ] || break
+		name=${jobs[$i]}
+		id=$(printf '%02d' "$i")-$name
+		out=$jobs_dir/$id.out
+		t0=$(date +%s)
+		{ flock 8; say "[lane $ln] $name: started at $(date +%H:%M:%S)"; } 8>"$jobs_dir/stdout.lock"
+		( jobdir=$jobs_dir
+		  job_id=$id
+		  : > "$jobdir/$job_id.res"
+		  "job_$name" ) >"$out" 2>&1
+		secs=$(($(date +%s) - t0))
+		printf '%6d s  %s (lane %s)\n' "$secs" "$name" "$ln" >> "$jobs_dir/times"
+		# The job's own summary lines, in one piece.
+		{ say "[lane $ln] $name: done in $secs s (log $out)"
+		  grep -E "^check: " "$out" | grep -v "^check: == " | sed 's/^check: /check:   /'
+		} > "$out.summary"
+		{ flock 8; cat "$out.summary"; } 8>"$jobs_dir/stdout.lock"
+	done
+}
+lane_pids=()
+for ((l = 1; l <= lanes; l++)); do
+	lane "$l" &
+	lane_pids+=($!)
+	sleep 5
+done
+trap 'kill "${lane_pids[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null' INT TERM
+wait "${lane_pids[@]}"
+while IFS= read -r l; do parts+=("$l"); done < "$jobs_dir/times"
+for f in "$jobs_dir"/*.res; do
+	[ -e "$f" ] || continue
+	while IFS= read -r l; do result "$l"; done < "$f"
+done
+[ $all -eq 1 ] || say "(make check-all adds the whole C iw_cm suite, the nvme-rdma unplug with the C iw_cm, the nvme-rdma stress and rdma_cm's GID race)"
 
 finish

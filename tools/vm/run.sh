@@ -81,12 +81,25 @@ patched)
 *) echo "VM: IWCM_RDMA_CM must be patched or stock, not '$IWCM_RDMA_CM'" >&2; exit 2 ;;
 esac
 [ -z "$rdma_cm_ko" ] || cp "$rdma_cm_ko" "$res/rdma_cm.ko"
-# The selftests' C tool, built here with gcc (seconds) rather than in the
-# guest under TCG (most of a minute): guest-tests.sh takes it when it is
-# newer than its source.  A failure here leaves the guest to build it.
-flock "$IWCM_CACHE/selftests-build.lock" make -s -C "$IWCM_TOP/tools/testing/selftests/iw_cm" \
-	KSELFTEST_DIR="$KSRC/tools/testing/selftests" >"$res/selftests-build.log" 2>&1 ||
-	echo "VM: the selftests' C tool did not build on the host (the guest builds it): $res/selftests-build.log"
+# The selftests, built (the C tool, gcc: seconds here, most of a minute
+# under TCG) and installed in the kselftest layout here, into the results
+# share: guest-tests.sh copies that instead of running make in the guest
+# (make and lib.mk's shell calls cost most of a minute per boot under
+# TCG).  A failure here leaves the guest to build and install them.
+kst=$KSRC/tools/testing/selftests
+if flock "$IWCM_CACHE/selftests-build.lock" bash -c '
+	set -e
+	src=$1/tools/testing/selftests/iw_cm kst=$2 dst=$3
+	make -s -C "$src" KSELFTEST_DIR="$kst"
+	mkdir -p "$dst/iw_cm"
+	cp -r "$kst/kselftest" "$kst/run_kselftest.sh" "$dst/"
+	make -s -C "$src" KSELFTEST_DIR="$kst" OUTPUT="$dst/iw_cm" install INSTALL_PATH="$dst/iw_cm"
+	make -s -C "$src" KSELFTEST_DIR="$kst" COLLECTION=iw_cm emit_tests > "$dst/kselftest-list.txt"
+	' _ "$IWCM_TOP" "$kst" "$res/kselftest" >"$res/selftests-build.log" 2>&1; then
+	touch "$res/kselftest/.installed"
+else
+	echo "VM: the selftests did not build or install on the host (the guest does it): $res/selftests-build.log"
+fi
 echo "$timeout" > "$res/guest-timeout"
 [ $nokmemleak -eq 0 ] || touch "$res/no-kmemleak"
 

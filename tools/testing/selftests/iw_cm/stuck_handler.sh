@@ -63,12 +63,26 @@ sampler=$!
 IWCM_PIDS+=("$sampler")
 # Another listener's connection, started at once so that it has the whole
 # stall (a loaded VM may take seconds for it): it must connect and ping
-# before the stalled handler returns.
-( timeout 30 rping -c -a "$IWCM_ADDR" -p 7600 -C 2 -v >"$IWCM_TMP/rping-c.log" 2>&1
-  echo $? >"$IWCM_TMP/rping-c.rc"
-  still=$(iwcm_dmesg_since_setup | grep -c "returned from ConnectRequest")
-  echo "$still" >"$IWCM_TMP/rping-c.still" ) &
+# before the stalled handler returns.  rping's output is line buffered
+# (stdbuf) so that a watcher sees each ping when it happens and notes the
+# guest's uptime then; the check compares that with the printk time of the
+# "returned from ConnectRequest" line (rping's own exit, its disconnect and
+# teardown may come after the handler returned on a slow VM: that is not
+# what this checks).
+( timeout 30 stdbuf -oL rping -c -a "$IWCM_ADDR" -p 7600 -C 2 -v >"$IWCM_TMP/rping-c.log" 2>&1
+  echo $? >"$IWCM_TMP/rping-c.rc" ) &
 cli=$!
+( end=$((SECONDS + 35))
+  while [ "$SECONDS" -lt "$end" ]; do
+	if [ "$(grep -c '^ping data' "$IWCM_TMP/rping-c.log" 2>/dev/null)" -ge 2 ]; then
+		cut -d' ' -f1 /proc/uptime >"$IWCM_TMP/rping-c.pinged"
+		break
+	fi
+	iwcm_exited "$cli" && break
+	sleep 0.1
+  done ) &
+IWCM_PIDS+=("$!")
+pinger=$!
 if iwcm_wait_for $((THRESHOLD_MS / 1000 + 5)) report_line >/dev/null; then
 	r=$(report_line)
 	iwcm_log "after $(__iwcm_elapsed "$ts") s: ${r#*] }"
@@ -93,13 +107,16 @@ ms=$(awk '{ print $10 }' <<<"$row")
 iwcm_check "table: cm_id ${sid:-?} passive, ConnRecv, delivering ConnectRequest for >= $THRESHOLD_MS ms" \
 	eval '[ -n "$row" ] && [ "${ms:-0}" -ge "$THRESHOLD_MS" ]'
 
-# Meanwhile another listener's connection went on.
+# Meanwhile another listener's connection went on: both pings before the
+# stalled handler returned (uptime vs printk time: both seconds since boot).
 wait "$cli"
+wait "$pinger" 2>/dev/null
 rc=$(cat "$IWCM_TMP/rping-c.rc" 2>/dev/null)
-still=$(cat "$IWCM_TMP/rping-c.still" 2>/dev/null)
-iwcm_log "rping exit $rc, $(grep -c '^ping data' "$IWCM_TMP/rping-c.log") pings, stalled handler returned: $still"
+pinged=$(cat "$IWCM_TMP/rping-c.pinged" 2>/dev/null)
+ret=$(iwcm_dmesg_since_setup | grep -m1 "returned from ConnectRequest" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
+iwcm_log "rping exit $rc, $(grep -c '^ping data' "$IWCM_TMP/rping-c.log") pings; second ping seen at ${pinged:-never} s, stalled handler returned at ${ret:-?} s (uptime)"
 iwcm_check "rping on another listener pings while the handler is stalled" \
-	eval '[ "$rc" = 0 ] && [ "$(grep -c "^ping data" "$IWCM_TMP/rping-c.log")" -eq 2 ] && [ "$still" = 0 ]'
+	eval '[ "$rc" = 0 ] && [ -n "$pinged" ] && [ -n "$ret" ] && awk -v p="$pinged" -v r="$ret" "BEGIN { exit !(p < r) }"'
 
 iwcm_wait "$ins" 30 >/dev/null
 irc=$?
