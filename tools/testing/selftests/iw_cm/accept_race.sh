@@ -20,6 +20,7 @@ ROUNDS=${IWCM_ACCEPT_RACE_ROUNDS:-8}
 
 iwcm_init accept_race 2 rping taskset chrt
 iwcm_setup_or_bail
+[ -n "${IWCM_ACCEPT_RACE_ROUNDS:-}" ] || iwcm_quick ROUNDS 8 4 "rounds:"
 
 round() {
 	local i=$1 srv cli crc src

@@ -59,7 +59,8 @@ cmtime_run() {
 	iwcm_stop_all
 }
 
+iwcm_quick big 500 200 "the second run's connections:"
 cmtime_run 100
-cmtime_run 500
+cmtime_run "$big"
 
 iwcm_finish

@@ -41,7 +41,8 @@ disc_run() {
 	iwcm_stop_all
 }
 
-disc_run both 20
-disc_run after 20
+iwcm_quick n 20 10 "connections per run:"
+disc_run both "$n"
+disc_run after "$n"
 
 iwcm_finish

@@ -31,8 +31,8 @@
 # setup + server cases + rdma_client + listener cases + well-behaved client
 iwcm_init hostile_peer $((1 + n_srv + 1 + n_cli + 1)) rping rdma_client python3
 iwcm_setup_or_bail
-[ "${IWCM_QUICK:-0}" = 1 ] && [ "$IWCM_IMPL" = c ] &&
-	iwcm_log "IWCM_QUICK=1 with the C iw_cm: $n_srv server and $n_cli client cases (make check-all runs all)"
+[ "${IWCM_QUICK:-0}" = 1 ] &&
+	iwcm_log "IWCM_QUICK=1 with the $IWCM_IMPL iw_cm: $n_srv server and $n_cli client cases (make check-all runs all)"
 [ "$IWCM_IMPL" = rust ] ||
 	iwcm_log "C iw_cm: these cases run with the test siw only; against upstream siw the garbage reply oopses the C iw_cm in cm_event_handler (NULL + 4 private data), so hostile_peer_upstream.sh is SKIP with it"
 

@@ -21,10 +21,12 @@
 # in siw_destroy_listen (refcount underflow, or a use-after-free).
 . "$(dirname "$0")/lib.sh"
 
-ROUNDS=${IWCM_KILLED_LISTENER_ROUNDS:-2}
+# (IWCM_QUICK=1, make check: one round; make check-all: two.)
+ROUNDS=${IWCM_KILLED_LISTENER_ROUNDS:-$([ "${IWCM_QUICK:-0}" = 1 ] && echo 1 || echo 2)}
 NCLI=${IWCM_KILLED_LISTENER_CLIENTS:-6}
 iwcm_init killed_listener $((ROUNDS + 2)) rping python3
 iwcm_setup_or_bail
+[ "${IWCM_QUICK:-0}" = 1 ] && iwcm_log "IWCM_QUICK=1: $ROUNDS round(s) (make check-all: 2)"
 
 PORT=7100
 for r in $(seq "$ROUNDS"); do

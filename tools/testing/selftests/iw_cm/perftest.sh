@@ -43,7 +43,8 @@ perf_run() {
 	iwcm_stop_all
 }
 
-perf_run ib_send_bw -n 1000 -s 65536
-perf_run ib_send_lat -n 1000 -s 64
+iwcm_quick iters 1000 200 "iterations per perftest run:"
+perf_run ib_send_bw -n "$iters" -s 65536
+perf_run ib_send_lat -n "$iters" -s 64
 
 iwcm_finish

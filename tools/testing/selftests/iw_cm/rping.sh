@@ -49,11 +49,7 @@ rping_run() {
 }
 
 rping_run 100 -v "rping 100 iterations (-v), client and server exit 0"
-nv=1000
-if [ "${IWCM_QUICK:-0}" = 1 ]; then
-	nv=300
-	iwcm_log "IWCM_QUICK=1: $nv verified iterations (make check-all runs 1000)"
-fi
+iwcm_quick nv 1000 300 "verified iterations:"
 rping_run "$nv" -V "rping $nv iterations with verification (-V)"
 
 iwcm_finish

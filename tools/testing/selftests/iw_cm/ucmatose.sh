@@ -41,7 +41,8 @@ ucmatose_run() {
 	iwcm_stop_all
 }
 
+iwcm_quick big 100 50 "the second run's connections:"
 ucmatose_run 20
-ucmatose_run 100
+ucmatose_run "$big"
 
 iwcm_finish
