@@ -59,13 +59,11 @@ else
 	export IWCM_QUICK=${IWCM_QUICK:-1}
 fi
 # The C iw_cm selftests CI runs every time: they keep the tests whose
-# expectations encode iw_cm semantics honest against the reference
-# (rping, disconnect and reject semantics, the killed listener).  The rest
-# (siw_bringup, accept_race, ucmatose, cmtime, rdma_server_client,
-# perftest, kill_teardown, provider_load, module_unload, the hostile MPA
-# peers with the test siw, the nvme-rdma unplug, iwpmd) run with the C
-# iw_cm under `make check-all`.
-c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh killed_listener.sh}
+# expectations encode the most iw_cm semantics honest against the
+# reference (disconnect and reject semantics: the events each side gets).
+# The rest of the C suite, and the nvme-rdma unplug and iwpmd with it, run
+# under `make check-all`.
+c_ci_tests=${IWCM_CHECK_C_TESTS:-disconnect.sh reject_listener.sh}
 
 jobdir=
 passed=0
@@ -361,7 +359,13 @@ suite() {
 # kill_teardown, provider_load, module_unload and the nvme-rdma unplug)
 # run with the C iw_cm under `make check-all`.
 c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh killed_listener.sh}
-# Our selftest collection: one boot, or two when lanes run side by side.
+# Our selftests CI runs every time (one boot): the connection paths, the
+# hostile MPA peers, races and unplugs, the observability, module unload.
+# make check-all runs the whole collection (adding siw bring-up, ucmatose,
+# cmtime, rdma_server/client, perftest, kill-while-data-flows and iw_cxgb4
+# load: connection churn that the KUnit stress and the fault storm also
+# drive, and provider-side checks).  With lanes, the collection in two boots.
+rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh accept_race.sh disconnect.sh reject_listener.sh hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
 rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
 rust_tests_b=${IWCM_CHECK_RUST_TESTS_B:-siw_bringup.sh rping.sh accept_race.sh ucmatose.sh cmtime.sh rdma_server_client.sh perftest.sh kill_teardown.sh disconnect.sh reject_listener.sh provider_load.sh}
 
@@ -373,6 +377,7 @@ job_nvme_unplug_c() {
 	suite c nvme-unplug-c "nvme_unplug.sh"
 }
 job_suite_rust() { suite rust; }
+job_suite_rust_ci() { suite rust suite-rust-ci "$rust_ci_tests"; }
 job_suite_rust_a() { suite rust suite-rust-a "$rust_tests_a"; }
 job_suite_rust_b() { suite rust suite-rust-b "$rust_tests_b"; }
 job_kunit_rust() {
@@ -386,7 +391,7 @@ job_kunit_rust() {
 	# once answered (iw_cm unloaded, kmemleak scanned).  Two vCPUs
 	# whatever the lanes use.
 	IWCM_VM_SMP=${IWCM_CHECK_KUNIT_SMP:-2} IWCM_KUNIT_PARAMS=stress_lifecycles=75000 \
-		suite rust kunit-nvme-fault-iwpm-rust "kunit.sh nvme_unplug.sh fault_storm.sh iwpmd.sh iwpm_requests.sh"
+		suite rust kunit-nvme-fault-iwpm-rust "kunit.sh nvme_unplug.sh fault_storm.sh iwpm_requests.sh${iwpmd_rust}"
 }
 job_sample_unplug_rust() {
 	# The sample ULP's in-handler removal (own queue first: the variant
@@ -400,6 +405,9 @@ job_hostile_upstream_rust() {
 	# BH-unsafe sk_callback_lock primes lockdep against later tests.
 	suite rust hostile-upstream-rust "hostile_peer_upstream.sh"
 }
+# iwpmd killed mid-burst (iwpmd.sh) with ours: make check-all.
+iwpmd_rust=
+[ $all -eq 1 ] && iwpmd_rust=" iwpmd.sh"
 job_iwpm_c() {
 	# The same with the C iw_cm, whose port mapper client leaks every
 	# answered request (iwpm_requests.sh: XFAIL): the boot skips the
@@ -467,7 +475,9 @@ have_rust=0
 [ -f "$top/drivers/infiniband/core/iw_cm/iw_cm.ko" ] && have_rust=1
 if [ $have_rust -eq 1 ]; then
 	[ $all -eq 1 ] && jobs+=(stress_rust)
-	if [ "$lanes" -gt 1 ]; then
+	if [ $all -eq 0 ]; then
+		jobs+=(suite_rust_ci)
+	elif [ "$lanes" -gt 1 ]; then
 		jobs+=(suite_rust_a suite_rust_b)
 	else
 		jobs+=(suite_rust)

@@ -46,8 +46,8 @@ done
 # TCG takes most of a minute), else built and installed here.
 base=$(mktemp -d /tmp/kselftest.XXXXXX)
 t_prep=$(date +%s.%N)
-if [ -n "${IWCM_RESULTS:-}" ] && [ -e "$IWCM_RESULTS/kselftest/.installed" ]; then
-	cp -r "$IWCM_RESULTS/kselftest/." "$base/"
+if [ -n "${IWCM_RESULTS:-}" ] && [ -s "$IWCM_RESULTS/kselftest.tar" ]; then
+	tar -C "$base" -xf "$IWCM_RESULTS/kselftest.tar"
 else
 	cp -r "$KSELFTEST_DIR/kselftest" "$base/"
 	cp "$KSELFTEST_DIR/run_kselftest.sh" "$base/"

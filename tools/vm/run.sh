@@ -95,8 +95,11 @@ if flock "$IWCM_CACHE/selftests-build.lock" bash -c '
 	cp -r "$kst/kselftest" "$kst/run_kselftest.sh" "$dst/"
 	make -s -C "$src" KSELFTEST_DIR="$kst" OUTPUT="$dst/iw_cm" install INSTALL_PATH="$dst/iw_cm"
 	make -s -C "$src" KSELFTEST_DIR="$kst" COLLECTION=iw_cm emit_tests > "$dst/kselftest-list.txt"
+	# One file for the guest to read over 9p (file by file took 20 s).
+	tar -C "$dst" -cf "$dst.tar" .
+	rm -rf "$dst"
 	' _ "$IWCM_TOP" "$kst" "$res/kselftest" >"$res/selftests-build.log" 2>&1; then
-	touch "$res/kselftest/.installed"
+	:
 else
 	echo "VM: the selftests did not build or install on the host (the guest does it): $res/selftests-build.log"
 fi

@@ -17,7 +17,7 @@
 KML=/sys/kernel/debug/kmemleak
 PAIRS=${IWCM_IWPM_PAIRS:-3}
 
-iwcm_init iwpm_requests 4 rping iwpmd rmmod modprobe
+iwcm_init iwpm_requests 6 rping iwpmd rmmod modprobe
 [ -w "$KML" ] || iwcm_skip_all "no kmemleak ($KML): the kernel is built without CONFIG_DEBUG_KMEMLEAK"
 iwcm_setup_or_bail
 
