@@ -23,7 +23,7 @@
 #      storm and iwpmd, the sample ULP's in-handler removal, and the
 #      hostile MPA peers against upstream siw, each a boot of its own
 # check.sh --all (`make check-all`) adds what CI leaves out: the whole C
-# iw_cm suite, the nvme-rdma unplug and iwpmd with the C iw_cm, the siw
+# iw_cm suite, the nvme-rdma unplug with the C iw_cm, the siw
 # unplug soak (IWCM_CHECK_SOAK s, default 180), and the nvme-rdma
 # hot-unplug stress (tools/stress/run-stress.sh, 20 cycles), rdma_cm's
 # GID race (tools/testing/rdma_cm/repro-gid-race.sh: the kernel's order
@@ -408,12 +408,6 @@ job_hostile_upstream_rust() {
 # iwpmd killed mid-burst (iwpmd.sh) with ours: make check-all.
 iwpmd_rust=
 [ $all -eq 1 ] && iwpmd_rust=" iwpmd.sh"
-job_iwpm_c() {
-	# The same with the C iw_cm, whose port mapper client leaks every
-	# answered request (iwpm_requests.sh: XFAIL): the boot skips the
-	# final kmemleak gate, which would report those.
-	suite c iwpm-c "iwpmd.sh iwpm_requests.sh" --no-kmemleak
-}
 job_gid_race() {
 	# rdma_cm's GID attribute race under unplug (tools/testing/rdma_cm/
 	# 0001), its window widened: the kernel's order must oops in
@@ -484,7 +478,7 @@ if [ $have_rust -eq 1 ]; then
 	fi
 fi
 if [ $all -eq 1 ]; then
-	jobs+=(suite_c_all nvme_unplug_c iwpm_c)
+	jobs+=(suite_c_all nvme_unplug_c)
 else
 	jobs+=(suite_c_ci)
 fi
@@ -543,6 +537,6 @@ for f in "$jobs_dir"/*.res; do
 	[ -e "$f" ] || continue
 	while IFS= read -r l; do result "$l"; done < "$f"
 done
-[ $all -eq 1 ] || say "(make check-all adds the whole C iw_cm suite, the nvme-rdma unplug and iwpmd with the C iw_cm, the siw unplug soak, the nvme-rdma stress and rdma_cm's GID race)"
+[ $all -eq 1 ] || say "(make check-all adds the whole C iw_cm suite, the nvme-rdma unplug with the C iw_cm, the siw unplug soak, the nvme-rdma stress and rdma_cm's GID race)"
 
 finish
