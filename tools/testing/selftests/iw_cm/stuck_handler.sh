@@ -64,18 +64,20 @@ IWCM_PIDS+=("$sampler")
 # Another listener's connection, started at once so that it has the whole
 # stall (a loaded VM may take seconds for it): it must connect and ping
 # before the stalled handler returns.  rping's output is line buffered
-# (stdbuf) so that a watcher sees each ping when it happens and notes the
-# guest's uptime then; the check compares that with the printk time of the
-# "returned from ConnectRequest" line (rping's own exit, its disconnect and
-# teardown may come after the handler returned on a slow VM: that is not
-# what this checks).
+# (stdbuf) so that a watcher sees each ping when it happens and writes a
+# line to the kernel log then; the check wants that line before the
+# "returned from ConnectRequest" line (one log, one order; rping's own
+# exit, its disconnect and teardown may come after the handler returned on
+# a slow VM: that is not what this checks).
+PINGED="iwcm-selftest: stuck_handler: rping on another listener pinged twice"
 ( timeout 30 stdbuf -oL rping -c -a "$IWCM_ADDR" -p 7600 -C 2 -v >"$IWCM_TMP/rping-c.log" 2>&1
   echo $? >"$IWCM_TMP/rping-c.rc" ) &
 cli=$!
 ( end=$((SECONDS + 35))
   while [ "$SECONDS" -lt "$end" ]; do
 	if [ "$(grep -c '^ping data' "$IWCM_TMP/rping-c.log" 2>/dev/null)" -ge 2 ]; then
-		cut -d' ' -f1 /proc/uptime >"$IWCM_TMP/rping-c.pinged"
+		echo "$PINGED" > /dev/kmsg
+		touch "$IWCM_TMP/rping-c.pinged"
 		break
 	fi
 	iwcm_exited "$cli" && break
@@ -107,16 +109,19 @@ ms=$(awk '{ print $10 }' <<<"$row")
 iwcm_check "table: cm_id ${sid:-?} passive, ConnRecv, delivering ConnectRequest for >= $THRESHOLD_MS ms" \
 	eval '[ -n "$row" ] && [ "${ms:-0}" -ge "$THRESHOLD_MS" ]'
 
-# Meanwhile another listener's connection went on: both pings before the
-# stalled handler returned (uptime vs printk time: both seconds since boot).
+# Meanwhile another listener's connection went on: both pings logged
+# before the stalled handler's return.
 wait "$cli"
 wait "$pinger" 2>/dev/null
 rc=$(cat "$IWCM_TMP/rping-c.rc" 2>/dev/null)
-pinged=$(cat "$IWCM_TMP/rping-c.pinged" 2>/dev/null)
-ret=$(iwcm_dmesg_since_setup | grep -m1 "returned from ConnectRequest" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
-iwcm_log "rping exit $rc, $(grep -c '^ping data' "$IWCM_TMP/rping-c.log") pings; second ping seen at ${pinged:-never} s, stalled handler returned at ${ret:-?} s (uptime)"
+order=$(iwcm_dmesg_since_setup | awk -v p="$PINGED" '
+	index($0, p) && !pi { pi = NR }
+	/returned from ConnectRequest/ && !ri { ri = NR }
+	END { print (pi ? pi : "none") " " (ri ? ri : "none") }')
+read -r pi ri <<<"$order"
+iwcm_log "rping exit $rc, $(grep -c '^ping data' "$IWCM_TMP/rping-c.log") pings; kernel log lines since set-up: second ping noted at $pi, stalled handler returned at $ri"
 iwcm_check "rping on another listener pings while the handler is stalled" \
-	eval '[ "$rc" = 0 ] && [ -n "$pinged" ] && [ -n "$ret" ] && awk -v p="$pinged" -v r="$ret" "BEGIN { exit !(p < r) }"'
+	eval '[ "$rc" = 0 ] && [ "$pi" != none ] && [ "$ri" != none ] && [ "$pi" -lt "$ri" ]'
 
 iwcm_wait "$ins" 30 >/dev/null
 irc=$?
