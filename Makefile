@@ -15,6 +15,9 @@
 #   make hosttest   userspace cargo tests of the connection state machine
 #   make clippy     build with CLIPPY=1;  make rustfmtcheck: kernel rustfmt config
 #   make install    install iw_cm.ko into /lib/modules/<release>/updates (DKMS style)
+#   make install KVER=7.3.4+deb13-amd64   the same for Debian's kernel
+#   make distro     build iw_cm.ko, the sample and the test siw for Debian's 7.3.4 kernel
+#   make check-distro   ...and run rping/ucmatose/nvme-rdma unplug on that kernel in QEMU
 
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 ENV := . $(TOP)/tools/kernel/env.sh
@@ -26,7 +29,7 @@ KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
 
 DURATION ?= 10m
 
-.PHONY: all modules siw rdma_cm deps kernel check check-all soak demo vm hosttest clippy rustfmt rustfmtcheck install clean
+.PHONY: all modules siw rdma_cm deps kernel check check-all soak demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
 
 all: modules
 
@@ -82,9 +85,26 @@ vm:
 hosttest:
 	cd $(TOP)/tools/statemachine && cargo test
 
+# make install: into the test kernel's modules; make install KVER=<Debian's
+# 7.3.4+deb13-amd64> [INSTALL_MOD_PATH=DIR]: built for Debian's kernel
+# (tools/distro/build.sh) and installed into its updates/.
+ifeq ($(KVER),)
 install: modules
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) INSTALL_MOD_DIR=updates modules_install
 	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
+else
+install:
+	$(TOP)/tools/distro/install.sh $(KVER) $(INSTALL_MOD_PATH)
+endif
+
+# Debian's own kernel (linux-image-7.3.4+deb13-amd64, README "On Debian's
+# kernel"): build iw_cm.ko, the sample and the test siw for it, and test them
+# on that kernel in QEMU.
+distro:
+	$(TOP)/tools/distro/build.sh
+
+check-distro:
+	$(TOP)/tools/distro/vm-test.sh
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) $(KMAKE_ARGS) clean

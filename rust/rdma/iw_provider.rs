@@ -93,6 +93,8 @@ impl IwDevice {
 
     /// The address of the provider's `iw_connect` op (0: none), which
     /// names the provider (the KUnit suite's fake one, for instance).
+    /// Only the test interface uses it: not built without KUnit.
+    #[cfg(CONFIG_KUNIT)]
     pub(crate) fn connect_op(&self) -> usize {
         self.ops().iw_connect.map_or(0, |f| f as usize)
     }

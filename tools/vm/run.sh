@@ -20,6 +20,11 @@
 # loads; default the test rdma_cm of tools/testing/rdma_cm/),
 # IWCM_VM_SMP (vCPUs, default 2), IWCM_VM_LOCK (lock file that serialises VM runs; default
 # $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
+# Another kernel than the test kernel (tools/distro/vm-test.sh: Debian's):
+# IWCM_VM_KERNEL (its bzImage), IWCM_VM_KREL (its release), IWCM_VM_KMODS
+# (a folder with lib/modules/<release>/, shared as "kmods"), IWCM_VM_INITRD
+# (an initramfs that mounts the 9p root itself and runs the init= program:
+# for a kernel with 9p and overlayfs as modules).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../kernel/env.sh"
@@ -40,8 +45,18 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "usage: $0 [options] -- command..." >&2; exit 2; }
 
-bzimage=$KDIR/arch/x86/boot/bzImage
-[ -f "$KCACHE/.done" ] || { echo "VM: no test kernel at $KCACHE (run: make kernel)" >&2; exit 2; }
+if [ -n "${IWCM_VM_KERNEL:-}" ]; then
+	bzimage=$IWCM_VM_KERNEL
+	krel=${IWCM_VM_KREL:?IWCM_VM_KREL: the release of $IWCM_VM_KERNEL}
+	KMODS=${IWCM_VM_KMODS:?IWCM_VM_KMODS: the modules of $IWCM_VM_KERNEL}
+	[ -f "$bzimage" ] || { echo "VM: no kernel at $bzimage" >&2; exit 2; }
+else
+	bzimage=$KDIR/arch/x86/boot/bzImage
+	[ -f "$KCACHE/.done" ] || { echo "VM: no test kernel at $KCACHE (run: make kernel)" >&2; exit 2; }
+	krel=$(cat "$KDIR/include/config/kernel.release")
+fi
+initrd=()
+[ -z "${IWCM_VM_INITRD:-}" ] || initrd=(-initrd "$IWCM_VM_INITRD")
 
 results_root=${IWCM_RESULTS_DIR:-$IWCM_TOP/results}
 res=$results_root/$name-$(date +%Y%m%d-%H%M%S)-$$
@@ -130,7 +145,7 @@ cpu="-cpu max,la57=off"
 
 # Host-side limit: the guest watchdog plus boot and kmemleak time.
 host_timeout=$((timeout + 180))
-echo "VM: booting $(cat "$KDIR/include/config/kernel.release") ($accel), results in $res"
+echo "VM: booting $krel ($accel), results in $res"
 start=$(date +%s.%N)
 set +e
 # vCPUs: 2 by default (the KUnit stress and the races want two CPUs).
@@ -156,7 +171,7 @@ for attempt in 1 2; do
 		-machine q35,accel="$accel" $cpu -smp "$smp" -m 3G \
 		-display none -no-reboot -monitor none -nic none \
 		-serial stdio \
-		-kernel "$bzimage" \
+		-kernel "$bzimage" "${initrd[@]}" \
 		-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$here/guest-init.sh panic=-1 loglevel=6 printk.time=1 no5lvl kasan_multi_shot log_buf_len=16M kunit.enable=1 kunit.autorun=1" \
 		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \

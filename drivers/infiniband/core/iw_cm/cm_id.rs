@@ -93,9 +93,13 @@ pub(crate) enum FaultLog {
     /// The production case: a warning (and a WARN once per call site).
     Warn,
     /// Expected by the KUnit suite on its fake device: an info line.
+    /// (Only the test interface, `kunit_iface.rs`, chooses it: never
+    /// constructed on a kernel without KUnit.)
+    #[cfg_attr(not(CONFIG_KUNIT), expect(dead_code))]
     Info,
     /// Expected by the KUnit concurrency stress on its fake device: not
     /// logged (it feeds hundreds of thousands).
+    #[cfg_attr(not(CONFIG_KUNIT), expect(dead_code))]
     Silent,
 }
 

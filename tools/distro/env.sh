@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# Sourced by tools/distro/*.sh: Debian's own kernel (issue 14), where its
+# packages, the trixie build root and the Rust build tree live.
+#
+# Debian builds linux-image-$DISTRO_KREL from the same source package as
+# linux-source-7.3 (tools/setup-deps.sh installs it for the test kernel), with
+# gcc-14, rustc 1.85.1 and bindgen 0.71.1 from trixie.  Rust symbol names
+# carry a hash of the compiler and crate metadata, so the Rust artefacts a
+# module builds against must come from that source, that .config and that
+# rustc: the build tree below is made in a trixie chroot with trixie's
+# toolchain, from the headers package's .config.
+#
+#   $DISTRO_DIR/trixie-root        debootstrap'd trixie with the toolchain
+#   $DISTRO_DIR/pkgs-$DISTRO_PKGVER    the Debian .debs and their contents (pkgs/*/)
+#   $DISTRO_BUILD                  O= build tree: generated headers, rust/*.rmeta,
+#                                  Module.symvers of the Debian image
+#   $DISTRO_BUILD-mods             our modules built for it (iw_cm.ko, the sample, test siw)
+
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../kernel" && pwd)/env.sh"
+DISTRO_KREL=${DISTRO_KREL:-7.3.4+deb13-amd64}
+DISTRO_PKGVER=${DISTRO_PKGVER:-$KSRC_PKGVER}
+DISTRO_SUITE=${DISTRO_SUITE:-trixie}
+DISTRO_DIR=$IWCM_CACHE/distro
+DISTRO_ROOT=$DISTRO_DIR/$DISTRO_SUITE-root
+DISTRO_PKGS=$DISTRO_DIR/pkgs-$DISTRO_PKGVER
+DISTRO_BUILD=$DISTRO_DIR/build-$DISTRO_KREL-$DISTRO_PKGVER
+DISTRO_MODS=$DISTRO_BUILD-mods
+# The make arguments of Debian's own build (the headers package's
+# .kernelvariables): gcc-14 as a cross-prefixed compiler, the release name.
+DISTRO_KMAKE_ARGS=(ARCH=x86 CROSS_COMPILE=x86_64-linux-gnu- CC=x86_64-linux-gnu-gcc-14
+	KERNELRELEASE="$DISTRO_KREL" RUSTC=rustc BINDGEN=bindgen)
+# The headers of the image (extracted from linux-headers-$DISTRO_KREL).
+DISTRO_HDR=$DISTRO_PKGS/root/usr/src/linux-headers-$DISTRO_KREL
+
+# distro_chroot CMD...: run CMD in the trixie root, in a mount namespace of
+# its own (the bind mounts vanish with it): the kernel source read-only, the
+# build tree, the module tree, the packages and $DISTRO_SRC (when set: a
+# module source tree elsewhere, DKMS's) at their host paths.
+distro_chroot() {
+	unshare --mount --propagation private bash -c '
+		set -e
+		r=$1; shift
+		for d in "$KSRC:ro" "$DISTRO_PKGS:ro" "$DISTRO_BUILD:rw" "$DISTRO_MODS:rw" ${DISTRO_SRC:+"$DISTRO_SRC:rw"}; do
+			p=${d%:*}
+			mkdir -p "$r$p"
+			mount --bind "$p" "$r$p"
+			[ "${d##*:}" = rw ] || mount -o remount,bind,ro "$r$p"
+		done
+		mount -t proc proc "$r/proc"
+		mount --rbind /dev "$r/dev"
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
+	' _ "$DISTRO_ROOT" "$@"
+}
+export KSRC DISTRO_PKGS DISTRO_BUILD DISTRO_MODS

@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# `make check-distro` (issue 14): our iw_cm.ko and the test siw, built for
+# Debian's own kernel by tools/distro/build.sh, loaded into that kernel --
+# Debian's vmlinuz and modules from its packages, not rebuilt -- in QEMU, and
+# the selftests rping.sh, ucmatose.sh and nvme_unplug.sh run with them
+# (tools/vm/guest-tests.sh rust: the same runner and gates as the test
+# kernel's boots: every kernel splat fails the run).
+#
+# Debian's kernel has 9p, netfs, overlayfs and configfs as modules: a small
+# initramfs (busybox-static and those six modules, uncompressed) loads them,
+# mounts the host root over 9p and hands over to tools/vm/guest-init.sh.
+# The modules tree the guest sees is a hard-linked copy of the package's,
+# with depmod run on it (the package leaves that to its postinst).  rdma_cm
+# is Debian's own (IWCM_RDMA_CM=stock).  The kernel has no KASAN, lockdep
+# or kmemleak: those gates are the test kernel's (make check).
+#
+#   tools/distro/vm-test.sh [TEST...]     default: rping.sh ucmatose.sh nvme_unplug.sh
+#
+# Prints the time of the build and of the VM run; exit status non-zero on
+# any failure.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/env.sh"
+tests=${*:-rping.sh ucmatose.sh nvme_unplug.sh}
+t0=$(date +%s)
+"$here/build.sh"
+t_build=$(( $(date +%s) - t0 ))
+
+work=$DISTRO_MODS/vm
+kmods=$DISTRO_PKGS/root/usr/lib/modules/$DISTRO_KREL
+rm -rf "$work"
+mkdir -p "$work/lib/modules" "$work/initrd"/{bin,dev,proc,sys,newroot,mods}
+cp -al "$kmods" "$work/lib/modules/"
+depmod -b "$work" "$DISTRO_KREL"
+
+ird=$work/initrd
+cp /bin/busybox "$ird/bin/"
+mods="netfs 9pnet 9pnet_virtio 9p overlay configfs"
+for m in $mods; do
+	f=$(find "$kmods/kernel" -name "$m.ko.xz" | head -n1)
+	[ -n "$f" ] || { echo "distro: no $m.ko.xz in $kmods" >&2; exit 1; }
+	xz -dc "$f" > "$ird/mods/$m.ko"
+done
+cat > "$ird/init" <<INIT
+#!/bin/busybox sh
+# The initramfs of tools/distro/vm-test.sh: the modules the 9p root needs,
+# then the host root, then the init= program on it.
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+for m in $mods; do
+	/bin/busybox insmod /mods/\$m.ko || echo "initrd: insmod \$m failed"
+done
+init=\$(/bin/busybox sed -n 's/.* init=\([^ ]*\).*/\1/p' /proc/cmdline)
+/bin/busybox mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro hostroot /newroot ||
+	{ echo "initrd: cannot mount the 9p root"; /bin/busybox poweroff -f; }
+echo "initrd: 9p root mounted, running \$init"
+/bin/busybox umount /proc
+/bin/busybox umount /dev
+exec /bin/busybox switch_root /newroot "\$init"
+INIT
+chmod +x "$ird/init"
+(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
+
+t1=$(date +%s)
+rc=0
+IWCM_VM_KERNEL=$kmods/vmlinuz IWCM_VM_KREL=$DISTRO_KREL IWCM_VM_KMODS=$work \
+IWCM_VM_INITRD=$work/initrd.gz IWCM_RDMA_CM=stock IWCM_QUICK=${IWCM_QUICK:-} \
+	"$IWCM_TOP/tools/vm/run.sh" --name distro --timeout 1800 -- \
+	env IWCM_TESTS="$tests" "$DISTRO_MODS/src/tools/vm/guest-tests.sh" rust || rc=$?
+echo "distro: build/check ${t_build} s, VM run $(( $(date +%s) - t1 )) s, total $(( $(date +%s) - t0 )) s"
+if [ "$rc" -eq 0 ]; then
+	echo "distro: PASS: $tests on Debian's $DISTRO_KREL with our iw_cm ($(modinfo -F vermagic "$DISTRO_MODS/src/drivers/infiniband/core/iw_cm/iw_cm.ko"))"
+else
+	echo "distro: FAIL (VM status $rc)"
+fi
+exit "$rc"
