@@ -37,6 +37,12 @@ if [ "${1:-}" = --src ]; then
 fi
 [ "$(id -u)" -eq 0 ] || { echo "distro: needs root (chroot and mount namespaces)" >&2; exit 1; }
 "$here/setup.sh"
+# One build at a time, and none while tools/distro/vm-test.sh's guest runs
+# the modules and selftests of $DISTRO_MODS/src (it holds the lock and says so).
+if [ -z "${IWCM_DISTRO_LOCKED:-}" ]; then
+	exec 8>"$DISTRO_DIR/mods.lock"
+	flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
+fi
 t_all=$(date +%s)
 mkdir -p "$DISTRO_BUILD" "$DISTRO_MODS"
 [ -d "$KSRC" ] || { echo "distro: no kernel source at $KSRC (make kernel unpacks it)" >&2; exit 1; }

@@ -15,7 +15,8 @@ kver=${1:?usage: $0 KVER [INSTALL_MOD_PATH]}
 root=${2:-}
 [ "$kver" = "$DISTRO_KREL" ] ||
 	{ echo "install: KVER $kver is not Debian's $DISTRO_KREL (the kernel tools/distro/ builds for); without KVER, make install uses the test kernel" >&2; exit 1; }
-"$here/build.sh"
+# (IWCM_DISTRO_BUILT=1: tools/distro/vm-test.sh has just built it.)
+[ -n "${IWCM_DISTRO_BUILT:-}" ] || "$here/build.sh"
 ko=$DISTRO_MODS/src/drivers/infiniband/core/iw_cm/iw_cm.ko
 dst=$root/lib/modules/$kver/updates
 mkdir -p "$dst"

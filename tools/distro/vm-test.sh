@@ -12,7 +12,9 @@
 # initramfs (busybox-static and those six modules, uncompressed) loads them,
 # mounts the host root over 9p and hands over to tools/vm/guest-init.sh.
 # The modules tree the guest sees is a hard-linked copy of the package's,
-# with depmod run on it (the package leaves that to its postinst).  rdma_cm
+# with our iw_cm.ko installed into it by tools/distro/install.sh (`make
+# install KVER=...`: updates/, depmod); the guest checks that modprobe would
+# load that one and that its vermagic is the running kernel's.  rdma_cm
 # is Debian's own (IWCM_RDMA_CM=stock).  The kernel has no KASAN, lockdep
 # or kmemleak: those gates are the test kernel's (make check).
 #
@@ -25,6 +27,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 tests=${*:-rping.sh ucmatose.sh nvme_unplug.sh}
 t0=$(date +%s)
+# The build and the guest's use of $DISTRO_MODS/src under one lock (build.sh
+# replaces that tree).
+mkdir -p "$DISTRO_DIR"
+exec 8>"$DISTRO_DIR/mods.lock"
+flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
+export IWCM_DISTRO_LOCKED=1
 "$here/build.sh"
 t_build=$(( $(date +%s) - t0 ))
 
@@ -33,7 +41,9 @@ kmods=$DISTRO_PKGS/root/usr/lib/modules/$DISTRO_KREL
 rm -rf "$work"
 mkdir -p "$work/lib/modules" "$work/initrd"/{bin,dev,proc,sys,newroot,mods}
 cp -al "$kmods" "$work/lib/modules/"
-depmod -b "$work" "$DISTRO_KREL"
+# `make install KVER=...` into that tree (updates/iw_cm.ko and depmod): the
+# guest checks that modprobe picks ours before the tests start.
+IWCM_DISTRO_BUILT=1 "$here/install.sh" "$DISTRO_KREL" "$work"
 
 ird=$work/initrd
 cp /bin/busybox "$ird/bin/"
@@ -68,7 +78,12 @@ rc=0
 IWCM_VM_KERNEL=$kmods/vmlinuz IWCM_VM_KREL=$DISTRO_KREL IWCM_VM_KMODS=$work \
 IWCM_VM_INITRD=$work/initrd.gz IWCM_RDMA_CM=stock IWCM_QUICK=${IWCM_QUICK:-} \
 	"$IWCM_TOP/tools/vm/run.sh" --name distro --timeout 1800 -- \
-	env IWCM_TESTS="$tests" "$DISTRO_MODS/src/tools/vm/guest-tests.sh" rust || rc=$?
+	bash -c 'set -e
+		m=$(modinfo -n iw_cm)
+		echo "# distro: modprobe iw_cm would load $m ($(modinfo -F vermagic iw_cm)); uname -r $(uname -r)"
+		case "$m" in */updates/iw_cm.ko) ;; *) echo "distro: not the installed updates/iw_cm.ko" >&2; exit 1 ;; esac
+		case "$(modinfo -F vermagic iw_cm)" in "$(uname -r) "*) ;; *) echo "distro: vermagic is not $(uname -r)" >&2; exit 1 ;; esac
+		exec env IWCM_TESTS="$1" "$2/tools/vm/guest-tests.sh" rust' _ "$tests" "$DISTRO_MODS/src" || rc=$?
 echo "distro: build/check ${t_build} s, VM run $(( $(date +%s) - t1 )) s, total $(( $(date +%s) - t0 )) s"
 if [ "$rc" -eq 0 ]; then
 	echo "distro: PASS: $tests on Debian's $DISTRO_KREL with our iw_cm ($(modinfo -F vermagic "$DISTRO_MODS/src/drivers/infiniband/core/iw_cm/iw_cm.ko"))"
