@@ -100,10 +100,10 @@ endif
 # Debian's own kernel (linux-image-7.3.4+deb13-amd64, README "On Debian's
 # kernel"): build iw_cm.ko, the sample and the test siw for it, and test them
 # on that kernel in QEMU.
-distro:
+distro: deps
 	$(TOP)/tools/distro/build.sh
 
-check-distro:
+check-distro: deps
 	$(TOP)/tools/distro/vm-test.sh
 
 clean:

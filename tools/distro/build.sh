@@ -45,7 +45,7 @@ if [ -z "${IWCM_DISTRO_LOCKED:-}" ]; then
 fi
 t_all=$(date +%s)
 mkdir -p "$DISTRO_BUILD" "$DISTRO_MODS"
-[ -d "$KSRC" ] || { echo "distro: no kernel source at $KSRC (make kernel unpacks it)" >&2; exit 1; }
+iwcm_extract_source || exit 1
 
 # ---- 1. the Rust build tree
 key=$( { cat "$DISTRO_HDR/.config"; chroot "$DISTRO_ROOT" rustc --version; chroot "$DISTRO_ROOT" bindgen --version;

@@ -18,15 +18,7 @@ if [ -f "$KCACHE/.done" ]; then
 	echo "kernel: reusing $KCACHE"
 	exit 0
 fi
-[ -n "$KSRC_TARBALL" ] || { echo "kernel: linux-source-$KVER_SERIES not installed (run tools/setup-deps.sh)" >&2; exit 1; }
-
-if [ ! -f "$KSRC/.extracted" ]; then
-	echo "kernel: extracting $KSRC_TARBALL"
-	rm -rf "$KSRC.tmp"; mkdir -p "$KSRC.tmp"
-	tar -xf "$KSRC_TARBALL" -C "$KSRC.tmp" --strip-components=1
-	rm -rf "$KSRC"; mv "$KSRC.tmp" "$KSRC"
-	touch "$KSRC/.extracted"
-fi
+iwcm_extract_source || exit 1
 
 mkdir -p "$KDIR"
 jobs=$(( $(nproc) + 1 ))

@@ -35,3 +35,14 @@ KSRC=$IWCM_CACHE/src/linux-source-$KSRC_PKGVER
 KDIR=$KCACHE/build
 KMODS=$KCACHE/mods
 KMAKE_ARGS=(LLVM="$LLVM_SUFFIX" RUSTC="$RUSTC_BIN" BINDGEN="$BINDGEN_BIN")
+
+# iwcm_extract_source: unpack linux-source-$KVER_SERIES into $KSRC once
+# (the test kernel's build and tools/distro/ both build from it).
+iwcm_extract_source() {
+	[ -n "$KSRC_TARBALL" ] || { echo "kernel: linux-source-$KVER_SERIES not installed (run tools/setup-deps.sh)" >&2; return 1; }
+	[ ! -f "$KSRC/.extracted" ] || return 0
+	echo "kernel: extracting $KSRC_TARBALL"
+	rm -rf "$KSRC.tmp" && mkdir -p "$KSRC.tmp" &&
+		tar -xf "$KSRC_TARBALL" -C "$KSRC.tmp" --strip-components=1 &&
+		rm -rf "$KSRC" && mv "$KSRC.tmp" "$KSRC" && touch "$KSRC/.extracted"
+}
