@@ -17,8 +17,8 @@
 #      apart): `make -C $DISTRO_BUILD M=...` in the chroot.
 #   3. tools/distro/check-symbols.sh: every symbol the modules need, Rust
 #      ones included, is in the image's Module.symvers (or in the set).
-#   4. modinfo vermagic = "$DISTRO_KREL SMP preempt mod_unload modversions"...
-#      as the image's own iw_cm.ko says.
+#   4. modinfo vermagic: the same as the image's own iw_cm.ko's
+#      ("$DISTRO_KREL SMP preempt mod_unload", no modversions in Debian's config).
 #
 #   tools/distro/build.sh [--src DIR]
 #
@@ -36,13 +36,15 @@ if [ "${1:-}" = --src ]; then
 	export DISTRO_SRC=$own_src
 fi
 [ "$(id -u)" -eq 0 ] || { echo "distro: needs root (chroot and mount namespaces)" >&2; exit 1; }
-"$here/setup.sh"
-# One build at a time, and none while tools/distro/vm-test.sh's guest runs
-# the modules and selftests of $DISTRO_MODS/src (it holds the lock and says so).
+# One set-up and build at a time, and none while tools/distro/vm-test.sh's
+# guest runs the modules and selftests of $DISTRO_MODS/src, or install.sh
+# copies from there (they hold the lock and say so).
 if [ -z "${IWCM_DISTRO_LOCKED:-}" ]; then
+	mkdir -p "$DISTRO_DIR"
 	exec 8>"$DISTRO_DIR/mods.lock"
 	flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
 fi
+"$here/setup.sh"
 t_all=$(date +%s)
 mkdir -p "$DISTRO_BUILD" "$DISTRO_MODS"
 iwcm_extract_source || exit 1
@@ -79,7 +81,11 @@ if [ -n "$own_src" ]; then
 else
 	src=$DISTRO_MODS/src
 	rm -rf "$src"; mkdir -p "$src"
-	git -C "$IWCM_TOP" ls-files -z | (cd "$IWCM_TOP" && xargs -0 cp --parents -t "$src")
+	# (The tracked files present in the work tree; safe.directory: root
+	# copying a repository another user owns.)
+	git -c safe.directory="$IWCM_TOP" -C "$IWCM_TOP" ls-files -z |
+		(cd "$IWCM_TOP" && while IFS= read -r -d '' f; do [ ! -e "$f" ] || printf '%s\0' "$f"; done) |
+		(cd "$IWCM_TOP" && xargs -0 cp --parents -t "$src")
 fi
 # (srctree is $KSRC: the port mapper sources come from there, as Kbuild says.)
 distro_chroot make -C "$DISTRO_BUILD" M="$src" "${DISTRO_KMAKE_ARGS[@]}" -j"$(nproc)" modules \

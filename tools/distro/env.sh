@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# shellcheck shell=bash
 # Sourced by tools/distro/*.sh: Debian's own kernel (issue 14), where its
 # packages, the trixie build root and the Rust build tree live.
 #
@@ -29,6 +30,20 @@ DISTRO_MODS=$DISTRO_BUILD-mods
 # .kernelvariables): gcc-14 as a cross-prefixed compiler, the release name.
 DISTRO_KMAKE_ARGS=(ARCH=x86 CROSS_COMPILE=x86_64-linux-gnu- CC=x86_64-linux-gnu-gcc-14
 	KERNELRELEASE="$DISTRO_KREL" RUSTC=rustc BINDGEN=bindgen)
+# distro_check_versions: the kernel source (linux-source-7.3) must be the
+# same upstream version as the image, or neither the packages nor the
+# build tree match.
+distro_check_versions() {
+	if [ "$DISTRO_PKGVER" = unknown ]; then
+		echo "distro: linux-source-$KVER_SERIES is not installed: run make deps (it adds trixie-backports)" >&2
+		return 1
+	fi
+	case "$DISTRO_PKGVER" in
+	"${DISTRO_KREL%%+*}"-*) ;;
+	*) echo "distro: linux-source-$KVER_SERIES is $DISTRO_PKGVER, but DISTRO_KREL=$DISTRO_KREL is ${DISTRO_KREL%%+*}: set DISTRO_KREL to the release of the same version (e.g. ${DISTRO_PKGVER%%-*}+deb13-amd64)" >&2
+	   return 1 ;;
+	esac
+}
 # The headers of the image (extracted from linux-headers-$DISTRO_KREL).
 DISTRO_HDR=$DISTRO_PKGS/root/usr/src/linux-headers-$DISTRO_KREL
 

@@ -15,7 +15,15 @@ kver=${1:?usage: $0 KVER [INSTALL_MOD_PATH]}
 root=${2:-}
 [ "$kver" = "$DISTRO_KREL" ] ||
 	{ echo "install: KVER $kver is not Debian's $DISTRO_KREL (the kernel tools/distro/ builds for); without KVER, make install uses the test kernel" >&2; exit 1; }
-# (IWCM_DISTRO_BUILT=1: tools/distro/vm-test.sh has just built it.)
+# The build and the copy under build.sh's lock (another build replaces
+# $DISTRO_MODS/src); IWCM_DISTRO_BUILT=1: tools/distro/vm-test.sh has just
+# built it, under that lock.
+if [ -z "${IWCM_DISTRO_LOCKED:-}" ]; then
+	mkdir -p "$DISTRO_DIR"
+	exec 8>"$DISTRO_DIR/mods.lock"
+	flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
+	export IWCM_DISTRO_LOCKED=1
+fi
 [ -n "${IWCM_DISTRO_BUILT:-}" ] || "$here/build.sh"
 ko=$DISTRO_MODS/src/drivers/infiniband/core/iw_cm/iw_cm.ko
 dst=$root/lib/modules/$kver/updates

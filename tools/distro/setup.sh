@@ -23,6 +23,7 @@ SUDO=""
 chroot_pkgs="gcc-14 make bc flex bison libelf-dev libssl-dev dwarves kmod cpio patch
 	rustc rust-src bindgen libclang-dev python3 xz-utils zstd"
 want_rustc="rustc 1.85.1"
+distro_check_versions || exit 1
 mkdir -p "$DISTRO_DIR"
 
 # ---- 1. the trixie root
@@ -49,7 +50,7 @@ if [ ! -x "$DISTRO_ROOT/usr/bin/rustc" ] || [ ! -x "$DISTRO_ROOT/usr/bin/bindgen
 		exit 1
 	fi
 fi
-v=$(chroot "$DISTRO_ROOT" rustc --version)
+v=$($SUDO chroot "$DISTRO_ROOT" rustc --version)
 case "$v" in
 "$want_rustc "*) ;;
 *) echo "distro: the $DISTRO_SUITE root has '$v', Debian's kernel was built with $want_rustc:" \
@@ -76,12 +77,12 @@ if [ ! -f "$DISTRO_PKGS/.done" ]; then
 				{ echo "distro: cannot download $p=$DISTRO_PKGVER (apt-get update? tools/setup-deps.sh adds trixie-backports)" >&2; exit 1; }
 		done
 	)
-	rm -rf "$DISTRO_PKGS/root"
-	mkdir -p "$DISTRO_PKGS/root"
+	$SUDO rm -rf "$DISTRO_PKGS/root"
+	$SUDO mkdir -p "$DISTRO_PKGS/root"
 	for d in "$DISTRO_PKGS"/debs/*.deb; do
-		dpkg-deb -x "$d" "$DISTRO_PKGS/root"
+		$SUDO dpkg-deb -x "$d" "$DISTRO_PKGS/root"
 	done
-	touch "$DISTRO_PKGS/.done"
+	$SUDO touch "$DISTRO_PKGS/.done"
 fi
 [ -f "$DISTRO_PKGS/root/usr/lib/modules/$DISTRO_KREL/vmlinuz" ] || { echo "distro: no vmlinuz in $DISTRO_PKGS/root/usr/lib/modules/$DISTRO_KREL" >&2; exit 1; }
 [ -f "$DISTRO_HDR/Module.symvers" ] || { echo "distro: no Module.symvers in $DISTRO_HDR" >&2; exit 1; }

@@ -41,8 +41,12 @@ KMAKE_ARGS=(LLVM="$LLVM_SUFFIX" RUSTC="$RUSTC_BIN" BINDGEN="$BINDGEN_BIN")
 iwcm_extract_source() {
 	[ -n "$KSRC_TARBALL" ] || { echo "kernel: linux-source-$KVER_SERIES not installed (run tools/setup-deps.sh)" >&2; return 1; }
 	[ ! -f "$KSRC/.extracted" ] || return 0
-	echo "kernel: extracting $KSRC_TARBALL"
-	rm -rf "$KSRC.tmp" && mkdir -p "$KSRC.tmp" &&
-		tar -xf "$KSRC_TARBALL" -C "$KSRC.tmp" --strip-components=1 &&
-		rm -rf "$KSRC" && mv "$KSRC.tmp" "$KSRC" && touch "$KSRC/.extracted"
+	mkdir -p "$IWCM_CACHE"
+	# (One extraction at a time: make kernel and make distro share it.)
+	flock "$IWCM_CACHE/src-extract.lock" bash -c '
+		[ ! -f "$1/.extracted" ] || exit 0
+		echo "kernel: extracting $2"
+		rm -rf "$1.tmp" && mkdir -p "$1.tmp" &&
+			tar -xf "$2" -C "$1.tmp" --strip-components=1 &&
+			rm -rf "$1" && mv "$1.tmp" "$1" && touch "$1/.extracted"' _ "$KSRC" "$KSRC_TARBALL"
 }
