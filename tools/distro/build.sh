@@ -39,11 +39,7 @@ fi
 # One set-up and build at a time, and none while tools/distro/vm-test.sh's
 # guest runs the modules and selftests of $DISTRO_MODS/src, or install.sh
 # copies from there (they hold the lock and say so).
-if [ -z "${IWCM_DISTRO_LOCKED:-}" ]; then
-	mkdir -p "$DISTRO_DIR"
-	exec 8>"$DISTRO_DIR/mods.lock"
-	flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
-fi
+distro_lock
 "$here/setup.sh"
 t_all=$(date +%s)
 mkdir -p "$DISTRO_BUILD" "$DISTRO_MODS"

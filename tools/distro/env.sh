@@ -44,6 +44,16 @@ distro_check_versions() {
 	   return 1 ;;
 	esac
 }
+# distro_lock: take $DISTRO_DIR/mods.lock (fd 8) for the rest of the
+# script, once per process tree: set-up, the build (which replaces
+# $DISTRO_MODS/src), install's copy and vm-test's guest run under it.
+distro_lock() {
+	[ -z "${IWCM_DISTRO_LOCKED:-}" ] || return 0
+	mkdir -p "$DISTRO_DIR"
+	exec 8>"$DISTRO_DIR/mods.lock"
+	flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
+	export IWCM_DISTRO_LOCKED=1
+}
 # The headers of the image (extracted from linux-headers-$DISTRO_KREL).
 DISTRO_HDR=$DISTRO_PKGS/root/usr/src/linux-headers-$DISTRO_KREL
 

@@ -18,12 +18,7 @@ root=${2:-}
 # The build and the copy under build.sh's lock (another build replaces
 # $DISTRO_MODS/src); IWCM_DISTRO_BUILT=1: tools/distro/vm-test.sh has just
 # built it, under that lock.
-if [ -z "${IWCM_DISTRO_LOCKED:-}" ]; then
-	mkdir -p "$DISTRO_DIR"
-	exec 8>"$DISTRO_DIR/mods.lock"
-	flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
-	export IWCM_DISTRO_LOCKED=1
-fi
+distro_lock
 [ -n "${IWCM_DISTRO_BUILT:-}" ] || "$here/build.sh"
 ko=$DISTRO_MODS/src/drivers/infiniband/core/iw_cm/iw_cm.ko
 dst=$root/lib/modules/$kver/updates

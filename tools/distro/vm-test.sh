@@ -29,10 +29,7 @@ tests=${*:-rping.sh ucmatose.sh nvme_unplug.sh}
 t0=$(date +%s)
 # The build and the guest's use of $DISTRO_MODS/src under one lock (build.sh
 # replaces that tree).
-mkdir -p "$DISTRO_DIR"
-exec 8>"$DISTRO_DIR/mods.lock"
-flock -n 8 || { echo "distro: waiting for another distro build or VM test (lock $DISTRO_DIR/mods.lock)"; flock 8; }
-export IWCM_DISTRO_LOCKED=1
+distro_lock
 "$here/build.sh"
 t_build=$(( $(date +%s) - t0 ))
 

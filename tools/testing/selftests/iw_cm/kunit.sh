@@ -41,8 +41,9 @@ sleep 1
 # under TCG) is shown, not held against iw_cm.ko.
 new=$(dmesg | tail -n +"$((mark + 1))" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 	grep -vE '^(iw_cm: )?loading out-of-tree module taints kernel\.$' || true)
-said=$(printf '%s\n' "$new" | grep -E '^(iw_cm|iwpm|rust_iw_cm|kunit|KTAP)|^ *(# Subtest|(not )?ok [0-9])' || true)
-printf '%s\n' "$new" | grep -vE '^(iw_cm|iwpm|rust_iw_cm|kunit|KTAP)|^ *(# Subtest|(not )?ok [0-9])' | grep -v '^$' |
+ours='^(iw_cm|iwpm|rust_iw_cm|kunit|KTAP)|^ *(# Subtest|(not )?ok [0-9])'
+said=$(printf '%s\n' "$new" | grep -E "$ours" || true)
+printf '%s\n' "$new" | grep -vE "$ours" | grep -v '^$' |
 	while IFS= read -r l; do ktap_print_msg "(another subsystem meanwhile: $l)"; done
 deps=$(modinfo -F depends "$IWCM_RUST_KO")
 quiet=1
