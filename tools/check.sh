@@ -125,13 +125,14 @@ finish() {
 	echo
 	say "---- summary (results in $IWCM_RESULTS_DIR) ----"
 	printf '  %s\n' "${summary[@]}"
+	part ""
+	say "---- per-part times ($([ $all -eq 1 ] && echo check-all || echo check)) ----"
+	printf '  %s\n' "${parts[@]}"
+	# Last, next to the counts: CI shows only the tail of the output.
 	if [ ${#failed_cases[@]} -gt 0 ]; then
 		say "---- what failed ----"
 		printf '  %s\n' "${failed_cases[@]}"
 	fi
-	part ""
-	say "---- per-part times ($([ $all -eq 1 ] && echo check-all || echo check)) ----"
-	printf '  %s\n' "${parts[@]}"
 	say "total time $(( $(date +%s) - t_all )) s"
 	if [ "$suites_run" -eq 0 ]; then
 		say "no VM test suite ran: the check cannot pass"
@@ -345,7 +346,10 @@ suite() {
 		# Every test passed but the VM run failed: a kernel splat
 		# (run.sh's splat check, kmemleak), a hang or a crash.
 		record fail "suite $name: VM run failed (exit $rc) although every test passed: see $res/console.log"
-		grep -A6 -E "^splat-check: |^VM: (HANG|the guest stopped)" "$log" | head -n 30 |
+		# Each report's first lines and, for kmemleak, the allocation's
+		# backtrace (not its hex dump).
+		grep -A16 -E "^splat-check: |^VM: (HANG|the guest stopped)" "$log" |
+			grep -vE "hex dump|^ *([0-9a-f]{2} ){8}|^--$" | head -n 30 |
 			while IFS= read -r l; do result "case"$'\t'"[$name] $l"; done
 	fi
 }

@@ -211,4 +211,19 @@ impl SharedCmId {
         // SAFETY: valid (type invariant); exclusive (caller).
         unsafe { (*self.as_ptr()).provider_data = data };
     }
+
+    /// Clears `cm_handler` and `context`: a cm_id iw_cm uses on its own (to
+    /// reject a request no ULP will see) calls no ULP.
+    ///
+    /// # Safety
+    ///
+    /// The cm_id is not yet visible to the ULP or the provider.
+    pub(crate) unsafe fn clear_handler(&self) {
+        let p = self.as_ptr();
+        // SAFETY: valid (type invariant); exclusive (caller).
+        unsafe {
+            (*p).cm_handler = None;
+            (*p).context = core::ptr::null_mut();
+        }
+    }
 }

@@ -323,11 +323,41 @@ fn current_task() -> usize {
 }
 
 impl CmId {
-    /// Allocates a cm_id in state Idle.  May sleep (GFP_KERNEL).
+    /// Allocates a cm_id in state Idle and enters it in the table.  May
+    /// sleep (GFP_KERNEL).
     pub(crate) fn new(
         dev: IwDevice,
         cm_handler: CmHandler,
         context: *mut c_void,
+    ) -> Result<Arc<CmId>> {
+        let id = Self::alloc(dev, cm_handler, context, GFP_KERNEL)?;
+        table::register(&id)?;
+        Ok(id)
+    }
+
+    /// Allocates the child cm_id of a CONNECT_REQUEST in the provider's
+    /// upcall, with room for its events: any context, never sleeps
+    /// (GFP_ATOMIC).  It carries the listener's handler and context and is
+    /// entered in the table only when its request is delivered
+    /// (`connect_request`): the table grows with GFP_KERNEL.  Allocating
+    /// it here, instead of at delivery as iwcm.c's `cm_conn_req_handler`
+    /// does, means every queued request has a cm_id that can reject it: a
+    /// request whose child cannot be allocated is refused in the upcall
+    /// (-ENOMEM, the provider drops the connection), never left with the
+    /// provider for good.  `ENOMEM` (also from the `fail_iw_cm` fault point).
+    fn new_child(dev: IwDevice, cm_handler: CmHandler, context: *mut c_void) -> Result<Arc<CmId>> {
+        let id = Self::alloc(dev, cm_handler, context, GFP_ATOMIC)?;
+        id.reserve_events(PASSIVE_EVENT_SLOTS, GFP_ATOMIC)?;
+        Ok(id)
+    }
+
+    /// Allocates a cm_id in state Idle, not yet in the table, with `flags`.
+    /// Any context with GFP_ATOMIC.
+    fn alloc(
+        dev: IwDevice,
+        cm_handler: CmHandler,
+        context: *mut c_void,
+        flags: kernel::alloc::Flags,
     ) -> Result<Arc<CmId>> {
         if !dev.is_iwarp() {
             return Err(EINVAL);
@@ -367,11 +397,10 @@ impl CmId {
                 table_id,
                 _module: module,
             }),
-            GFP_KERNEL,
+            flags,
         )?;
-        // Before the table entry: the destructor counts it down either way.
+        // The destructor counts it down.
         LIVE.fetch_add(1, Ordering::Relaxed);
-        table::register(&id)?;
         if trace::iw_cm_id_create_enabled() {
             trace::iw_cm_id_create(table_id, dev_name_ptr(&id.dev));
         }
@@ -444,15 +473,17 @@ impl CmId {
         unsafe { Arc::from_raw(Self::container_of(raw)) }
     }
 
-    /// Reserves room for `n` queued events.  Process context, may sleep.
-    fn reserve_events(&self, n: usize) -> Result {
+    /// Reserves room for `n` queued events, allocated with `flags`.
+    /// Process context, may sleep, with GFP_KERNEL; any context with
+    /// GFP_ATOMIC.
+    fn reserve_events(&self, n: usize, flags: kernel::alloc::Flags) -> Result {
         if self.inner.lock().events.slots.len() >= n {
             return Ok(());
         }
         crate::fault_point(n * core::mem::size_of::<Option<Event>>())?;
-        let mut slots = KVVec::with_capacity(n, GFP_KERNEL)?;
+        let mut slots = KVVec::with_capacity(n, flags)?;
         for _ in 0..n {
-            slots.push(None, GFP_KERNEL)?;
+            slots.push(None, flags)?;
         }
         let old = {
             let mut g = self.inner.lock();
@@ -476,7 +507,7 @@ impl CmId {
             b => b as u32,
         };
         let backlog_i32 = i32::try_from(backlog).map_err(|_| EINVAL)?;
-        self.reserve_events(backlog as usize)?;
+        self.reserve_events(backlog as usize, GFP_KERNEL)?;
         let actions = {
             let mut g = self.inner.lock();
             match state::step(g.state, Input::Listen) {
@@ -514,7 +545,7 @@ impl CmId {
         if param.is_null() {
             return Err(EINVAL);
         }
-        self.reserve_events(ACTIVE_EVENT_SLOTS)?;
+        self.reserve_events(ACTIVE_EVENT_SLOTS, GFP_KERNEL)?;
         // SAFETY: `param` is valid (caller).
         let qpn = unsafe { conn_param_qpn(param) };
         let actions = self.attach_qp(Input::Connect, qpn)?;
@@ -708,7 +739,7 @@ impl CmId {
     /// this cm_id's in-flight delivery, unless the caller is that delivery.
     fn destroy(&self) {
         let me = current_task();
-        let (actions, qp, dropped) = {
+        let (actions, qp, mut dropped) = {
             let mut g = self.inner.lock();
             match state::step(g.state, Input::Destroy) {
                 Outcome::Go { next, actions } => {
@@ -747,7 +778,7 @@ impl CmId {
         // TCP connection) that only iw_accept/iw_reject give back.  iwcm.c
         // drops them (IWCM_F_DROP_EVENTS) and the provider keeps them
         // forever; reject them instead.
-        for ev in dropped.iter().flatten() {
+        for ev in dropped.iter_mut().flatten() {
             if ev.raw.event_type() == Some(EventType::ConnectRequest) {
                 self.reject_undelivered_request(ev);
             }
@@ -773,16 +804,20 @@ impl CmId {
     }
 
     /// Hands the provider object of a CONNECT_REQUEST that no ULP will see
-    /// back to the provider with `iw_reject`, through a cm_id of its own
-    /// (the provider's reject takes the request from `provider_data`).
-    /// Process context, may sleep.
-    fn reject_undelivered_request(&self, ev: &Event) {
-        let Ok(req) = CmId::new(self.dev, None, core::ptr::null_mut()) else {
-            pr_warn!("no memory to reject an undelivered connect request: the provider keeps it\n");
-            // (As for a request whose child cm_id cannot be created.)
+    /// back to the provider with `iw_reject`, through the request's child
+    /// cm_id (the provider's reject takes the request from
+    /// `provider_data`), which never reaches the ULP.  Nothing is
+    /// allocated.  Process context, may sleep.
+    fn reject_undelivered_request(&self, ev: &mut Event) {
+        let Some(req) = ev.child.take() else {
+            // Every queued CONNECT_REQUEST carries one (upcall.rs).
+            kernel::warn_on!(true);
             return;
         };
-        // SAFETY: `req` is new and not yet visible to anyone.
+        // SAFETY: `req` is not yet visible to the ULP or the provider (as
+        // for the next call).  Not the ULP's: no handler call may reach it.
+        unsafe { req.raw.clear_handler() };
+        // SAFETY: see above.
         unsafe { req.raw.set_provider_data(ev.raw.provider_data()) };
         req.inner.lock().state = State::ConnRecv;
         let _ = req.reject(&[]);

@@ -198,9 +198,11 @@ void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
  * Fault injection (Documentation/fault-injection/fault-injection.rst):
  * /sys/kernel/debug/fail_iw_cm/ with the usual probability, interval,
  * times, space, verbose and task-filter knobs.  It fails iw_cm's own
- * process-context allocations (cm_id creation and the event slots that
- * listen, connect and accept reserve), whose -ENOMEM reaches the caller:
- * unlike failslab, it touches nothing outside the RDMA stack.
+ * allocations (cm_id creation and the event slots that listen and connect
+ * reserve; a CONNECT_REQUEST's child cm_id and its slots, in the
+ * provider's upcall), whose -ENOMEM reaches the caller (the provider,
+ * for the upcall): unlike failslab, it touches nothing outside the RDMA
+ * stack.
  */
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
 static DECLARE_FAULT_ATTR(iwcm_fail_alloc);

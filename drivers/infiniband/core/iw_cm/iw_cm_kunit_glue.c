@@ -53,6 +53,8 @@ struct iwcm_kthread *iwcm_c_kthread_start(int (*fn)(void *), void *data,
 bool iwcm_c_kthread_wait(struct iwcm_kthread *k, unsigned int ms);
 int iwcm_c_kthread_join(struct iwcm_kthread *k);
 void iwcm_c_hung_task_reset(void);
+bool iwcm_kunit_set_fail_nth(unsigned int n);
+unsigned int iwcm_kunit_fail_nth(void);
 
 /* The seed to use: the parameter, or one taken from the clock (never 0). */
 u64 iwcm_c_stress_seed(void)
@@ -140,4 +142,29 @@ int iwcm_c_kthread_join(struct iwcm_kthread *k)
 void iwcm_c_hung_task_reset(void)
 {
 	reset_hung_task_detector();
+}
+
+/*
+ * The current task's fail_nth (Documentation/fault-injection/
+ * fault-injection.rst, /proc/<pid>/fail-nth): the Nth fault point the task
+ * reaches fails, iw_cm's fail_iw_cm included.  False (nothing set) without
+ * CONFIG_FAULT_INJECTION.
+ */
+bool iwcm_kunit_set_fail_nth(unsigned int n)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	WRITE_ONCE(current->fail_nth, n);
+	return true;
+#else
+	return false;
+#endif
+}
+
+unsigned int iwcm_kunit_fail_nth(void)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	return READ_ONCE(current->fail_nth);
+#else
+	return 0;
+#endif
 }

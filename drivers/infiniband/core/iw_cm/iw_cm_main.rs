@@ -104,7 +104,7 @@ mod c {
     }
 }
 
-/// Fault point of a process-context allocation of `size` bytes: `Err(ENOMEM)`
+/// Fault point of an allocation of `size` bytes (a cm_id or event slots): `Err(ENOMEM)`
 /// when /sys/kernel/debug/fail_iw_cm (the kernel's fault-injection
 /// framework, `should_fail()`) selects this call, `Ok(())` otherwise and
 /// always without CONFIG_FAULT_INJECTION_DEBUG_FS.  Any context.

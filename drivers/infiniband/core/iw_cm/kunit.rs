@@ -67,6 +67,13 @@ mod tests {
     const MODE_DESTROY_SELF_ON_CLOSE: u32 = 4;
     const MODE_FAIL_CLOSE: u32 = 5;
     const MODE_DESTROY_LISTENER_IN_REQ: u32 = 6;
+    /// As MODE_DESTROY_LISTENER_IN_REQ, with the destroy's first fault
+    /// point armed to fail (`fail_nth`): handing requests back must not
+    /// allocate.
+    const MODE_DESTROY_LISTENER_IN_REQ_NO_MEM: u32 = 7;
+    /// `current->fail_nth` left after that destroy (1: nothing allocated
+    /// through a fault point).
+    static FAIL_NTH_LEFT: AtomicU32 = AtomicU32::new(0);
     /// Addresses of the last delivered CONNECT_REPLY (see `addr_key`).
     static REPLY_LOCAL: AtomicU64 = AtomicU64::new(0);
     static REPLY_REMOTE: AtomicU64 = AtomicU64::new(0);
@@ -112,6 +119,30 @@ mod tests {
         }
         REJECTED_TOKENS.store(0, SeqCst);
         LISTENER.store(ptr::null_mut(), SeqCst);
+        FAIL_NTH_LEFT.store(0, SeqCst);
+    }
+
+    // The kernel's per-task fault injection (`current->fail_nth`, as
+    // /proc/self/fail-nth): the Nth fault point this task reaches fails,
+    // `fail_iw_cm`'s included, whatever its probability.  Helpers of
+    // iw_cm_kunit_glue.c; `iwcm_kunit_set_fail_nth` says false on a kernel
+    // without CONFIG_FAULT_INJECTION.
+    extern "C" {
+        fn iwcm_kunit_set_fail_nth(n: u32) -> bool;
+        fn iwcm_kunit_fail_nth() -> u32;
+    }
+
+    /// Arms the `n`th fault point of the current task to fail (0: disarm).
+    /// False without CONFIG_FAULT_INJECTION.
+    fn set_fail_nth(n: u32) -> bool {
+        // SAFETY: writes the current task's own fail_nth; no pointers.
+        unsafe { iwcm_kunit_set_fail_nth(n) }
+    }
+
+    /// What is left of the current task's `fail_nth` (0 once it fired).
+    fn fail_nth() -> u32 {
+        // SAFETY: reads the current task's own fail_nth; no pointers.
+        unsafe { iwcm_kunit_fail_nth() }
     }
 
     /// Provider faults of the fake provider's devices are provoked on
@@ -385,7 +416,8 @@ mod tests {
             if mode == MODE_FAIL_REQ {
                 return -1;
             }
-            if mode == MODE_DESTROY_LISTENER_IN_REQ && c == 0 {
+            let no_mem = mode == MODE_DESTROY_LISTENER_IN_REQ_NO_MEM;
+            if (mode == MODE_DESTROY_LISTENER_IN_REQ || no_mem) && c == 0 {
                 // Wait until the test queued more requests behind this
                 // one, then destroy the listener from its own delivery.
                 let mut ms = 0;
@@ -393,8 +425,15 @@ mod tests {
                     fsleep(Delta::from_millis(5));
                     ms += 5;
                 }
+                if no_mem {
+                    set_fail_nth(1);
+                }
                 // SAFETY: the test handed its listener over to us.
                 unsafe { bindings::iw_destroy_cm_id(LISTENER.load(SeqCst)) };
+                if no_mem {
+                    FAIL_NTH_LEFT.store(fail_nth(), SeqCst);
+                    set_fail_nth(0);
+                }
             }
         }
         if kind == EV_CLOSE {
@@ -1737,6 +1776,61 @@ mod tests {
         unsafe { bindings::iw_destroy_cm_id(child) };
         assert_eq!(REJECTS.load(SeqCst), 3);
         assert_eq!(REJECTED_TOKENS.load(SeqCst), 0x5000 + REQ_TOKEN);
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    /// A CONNECT_REQUEST's child cm_id is allocated in the upcall and
+    /// travels with the request: a request whose child cannot be
+    /// allocated is refused there (-ENOMEM: the provider drops it), and a
+    /// listener destroyed with requests queued hands each one back with
+    /// iw_reject without allocating.  (Allocating at that point, as
+    /// iwcm.c does, failed under `fail_iw_cm` and left the request with
+    /// the provider for good: siw kept the endpoint and, with it, its
+    /// device's memory, which kmemleak reported at the end of a boot.)
+    #[test]
+    fn requests_are_handed_back_without_allocating() -> Result {
+        reset();
+        if !set_fail_nth(0) {
+            // KUnit's Rust tests cannot report a skip in 7.3: say it.
+            pr_info!("requests_are_handed_back_without_allocating: skipped (no CONFIG_FAULT_INJECTION)\n");
+            return Ok(());
+        }
+        let base = iface::live();
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 33)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 4) }, 0);
+        // The upcall's child allocation is the first fault point the
+        // request reaches.
+        set_fail_nth(1);
+        let r = upcall(l, EV_REQ, 0);
+        let left = fail_nth();
+        set_fail_nth(0);
+        assert_eq!(left, 0);
+        assert_eq!(r, ENOMEM.to_errno());
+        assert_eq!(iface::live(), base + 1);
+        LISTENER.store(l, SeqCst);
+        MODE.store(MODE_DESTROY_LISTENER_IN_REQ_NO_MEM, SeqCst);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        for token in [0x2000usize, 0x3000] {
+            let mut ev = wire_event(EV_REQ, 0);
+            ev.provider_data = token as *mut c_void;
+            assert_eq!(upcall_ev(l, ev), 0);
+        }
+        // The first request's handler destroys the listener now, with its
+        // first fault point armed: both queued requests still go back.
+        RELEASE.store(true, SeqCst);
+        assert!(wait_until(|| UNLISTENS.load(SeqCst) == 1));
+        assert!(wait_until(|| REJECTS.load(SeqCst) == 2));
+        assert_eq!(REJECTED_TOKENS.load(SeqCst), 0x5000);
+        assert!(wait_until(|| FAIL_NTH_LEFT.load(SeqCst) != 0));
+        assert_eq!(FAIL_NTH_LEFT.load(SeqCst), 1);
+        assert_eq!(NCHILDREN.load(SeqCst), 1);
+        let child = CHILD.load(SeqCst);
+        // SAFETY: the child is the test's since its CONNECT_REQUEST.
+        unsafe { bindings::iw_destroy_cm_id(child) };
+        assert_eq!(REJECTS.load(SeqCst), 3);
         assert!(wait_live(base));
         Ok(())
     }

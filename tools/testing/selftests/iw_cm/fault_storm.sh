@@ -4,9 +4,10 @@
 # Connect/disconnect storm under fault injection (CONFIG_FAULT_INJECTION):
 # the Rust iw_cm's own fault points, /sys/kernel/debug/fail_iw_cm (the
 # kernel's fault_attr and should_fail(), as fail_make_request and friends),
-# fail a share of its process-context allocations: cm_id creation (by
-# rdma_cm for every id, and by iw_cm for each CONNECT_REQUEST's child) and
-# the event slots reserved by listen, connect and each CONNECT_REQUEST.  Each failure
+# fail a share of its allocations: cm_id creation (by rdma_cm for every
+# id, and by iw_cm for each CONNECT_REQUEST's child, in the provider's
+# upcall) and the event slots reserved by listen, connect and each
+# CONNECT_REQUEST.  Each failure
 # reaches the caller as -ENOMEM, which rdma_cm turns into an error event
 # (ADDR/ROUTE_ERROR, REJECTED, UNREACHABLE or a failed rdma_connect /
 # rdma_listen) for the ULP, or the provider times the peer out.
@@ -43,13 +44,15 @@
 # IWCM_FAULT_SAMPLE_PROBABILITY (percent for the sample's load in even
 # rounds, default 2), IWCM_FAULT_ROUNDS (default 6).
 . "$(dirname "$0")/lib.sh"
-# The siw endpoint gate is off here, on purpose: when an injected -ENOMEM
-# fails the child cm_id of a CONNECT_REQUEST (or the cm_id that would
-# reject an undelivered one), iw_cm has no cm_id to pass to iw_reject and
-# siw keeps that request's endpoint for good, as with iwcm.c (README,
-# known issues).  The gate found 8 such endpoints in one storm; until
-# iw_cm can reject without allocating, this test checks the rest.
-IWCM_SIW_EP_CHECK=0
+# The siw endpoint gate (lib.sh) is on: every CONNECT_REQUEST iw_cm
+# accepted into a listener's queue carries a child cm_id allocated in the
+# upcall, so a request is delivered, or rejected when nobody will see it,
+# without allocating then; a request whose child cannot be allocated is
+# refused in the upcall and siw drops it.  (With the child allocated at
+# delivery, as iwcm.c does, an injected -ENOMEM left the request with siw
+# for good: 8 endpoints left in one storm, and once siw's endpoint held
+# its device's memory (tools/testing/siw/0007), kmemleak found the siw
+# device, its GID table and the rest unreferenced at the end of the boot.)
 
 FI=/sys/kernel/debug/fail_iw_cm
 PROB=${IWCM_FAULT_PROBABILITY:-10}

@@ -42,6 +42,16 @@ impl CmId {
             };
             let (next, actions) = match state::step(g.state, input) {
                 Outcome::Go { next, actions } => (next, actions),
+                Outcome::Drop if input == Input::EvConnectRequest => {
+                    // (Not reached: destroy empties the ring and rejects
+                    // the requests in it.)  Still the provider's object to
+                    // give back, outside the lock: the child's destructor
+                    // takes the table's lock, which comes first.
+                    drop(g);
+                    self.reject_undelivered_request(&mut ev);
+                    self.inner.lock().handled += 1;
+                    continue;
+                }
                 Outcome::Drop => {
                     g.handled += 1;
                     continue;
@@ -64,7 +74,7 @@ impl CmId {
                     // A request on a cm_id that does not listen (any
                     // more): still the provider's object to give back.
                     if input == Input::EvConnectRequest {
-                        self.reject_undelivered_request(&ev);
+                        self.reject_undelivered_request(&mut ev);
                     }
                     self.inner.lock().handled += 1;
                     continue;
@@ -170,12 +180,13 @@ impl CmId {
     pub(super) fn connect_request(self: &Arc<Self>, ev: &mut Event) {
         // The upcall refused requests with a status, without provider_data
         // or with unusable addresses (event_check).
-        let (handler, context) = self.raw.handler_context();
-        // If the cm_id cannot be created (no memory), the request stays
-        // with the provider, as in iwcm.c: there is no cm_id to pass to
-        // iw_reject.  (siw then keeps the endpoint; see README, known
-        // issues.)
-        let Ok(child) = CmId::new(self.dev, handler, context) else {
+        // The child came with the request (allocated in the upcall, with
+        // the listener's handler and context), so that a request can
+        // always be rejected: iwcm.c allocates it here and, without memory,
+        // leaves the request with the provider for good.
+        let Some(child) = ev.child.take() else {
+            // Every queued CONNECT_REQUEST carries one (upcall.rs).
+            kernel::warn_on!(true);
             return;
         };
         {
@@ -216,7 +227,8 @@ impl CmId {
         // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
         let _ = Arc::into_raw(child.clone());
         let listening = self.inner.lock().state == State::Listen;
-        let ok = listening && child.reserve_events(PASSIVE_EVENT_SLOTS).is_ok();
+        // Its event slots came with it; the table entry needs GFP_KERNEL.
+        let ok = listening && table::register(&child).is_ok();
         let ret = if ok {
             child.call_handler_traced(&mut ev.raw)
         } else {

@@ -24,17 +24,29 @@ pub(super) struct Event {
     /// The event's addresses passed the check (CONNECT_REQUEST and
     /// CONNECT_REPLY); otherwise the cm_id's own are used.
     pub(super) use_addrs: bool,
+    /// A CONNECT_REQUEST's child cm_id, allocated in the upcall
+    /// ([`CmId::new_child`]): delivered to the ULP with the request, or,
+    /// when nobody will see the request, the cm_id that rejects it.  An
+    /// `Event` is dropped outside every cm_id's lock (the child's
+    /// destructor takes the table's lock, which comes first).
+    pub(super) child: Option<Arc<CmId>>,
 }
 
 impl Event {
     /// Copies `src` with the checked `status`/`ird`/`ord` and its private
     /// data already copied into `pdata` (at most 512 bytes: it was copied
-    /// from a `u8` length).
-    pub(super) fn new(src: &RawCmEvent, pdata: KVec<u8>, v: Checked) -> Self {
+    /// from a `u8` length) and, for a CONNECT_REQUEST, its `child`.
+    pub(super) fn new(
+        src: &RawCmEvent,
+        pdata: KVec<u8>,
+        v: Checked,
+        child: Option<Arc<CmId>>,
+    ) -> Self {
         let mut ev = Self {
             raw: CmEvent::copy_of(src),
             pdata,
             use_addrs: v.use_addrs,
+            child,
         };
         ev.raw.set_checked(v.status, v.ird, v.ord);
         // SAFETY: `pdata`'s heap buffer belongs to the same `Event`, does

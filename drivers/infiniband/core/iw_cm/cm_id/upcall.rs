@@ -141,7 +141,8 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
 /// Context: process or softirq (siw calls it from its `sk_data_ready`
 /// callback), with or without the provider's spinlocks held; not hard
 /// interrupt context (the cm_id lock is a `spinlock_t`, as in iwcm.c).
-/// Never sleeps, allocates only with GFP_ATOMIC (private data).
+/// Never sleeps, allocates only with GFP_ATOMIC (private data, and a
+/// CONNECT_REQUEST's child cm_id).
 ///
 /// Every field of the event is untrusted (see [`event_check`]): the
 /// private data is copied only when its status allows it, with a
@@ -149,9 +150,10 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
 /// (`copy_from_kernel_nofault`); malformed fields are provider faults,
 /// warned once and corrected or dropped.
 ///
-/// Returns 0; -ENOMEM when the cm_id's preallocated event slots are full
-/// or the private data cannot be copied (as iwcm.c: the provider then
-/// rejects or drops the connection); -EINVAL for a provider fault that
+/// Returns 0; -ENOMEM when the cm_id's preallocated event slots are full,
+/// or the private data or a CONNECT_REQUEST's child cm_id cannot be
+/// allocated (as iwcm.c for a full work pool: the provider then rejects or
+/// drops the connection); -EINVAL for a provider fault that
 /// leaves nothing to deliver: a null pointer, an unknown event type, a
 /// malformed CONNECT_REQUEST (the provider keeps and releases its
 /// connection object), or an event on a cm_id that never listened,
@@ -177,7 +179,20 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
         Err(e) => return e.to_errno(),
     };
     let is_request = kind_of(src.event) == Some(Kind::ConnectRequest);
-    let mut ev = Some(Event::new(src, pdata, checked));
+    // A request's child cm_id, before the lock: with it the request can be
+    // delivered, or rejected if it never is.  Without memory for it the
+    // request is refused now (the provider drops the connection), as when
+    // the listener's slots are full.
+    let child = if is_request {
+        let (handler, context) = this.raw.handler_context();
+        match CmId::new_child(this.dev, handler, context) {
+            Ok(c) => Some(c),
+            Err(_) => return ENOMEM.to_errno(),
+        }
+    } else {
+        None
+    };
+    let mut ev = Some(Event::new(src, pdata, checked, child));
     let (queued, no_slots, refused) = {
         let mut g = this.inner.lock();
         if g.state == State::Destroying {
