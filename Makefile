@@ -10,6 +10,7 @@
 #   make check      the test command: everything, from nothing, ends "N passed, N failed"
 #   make check-all  make check plus the whole C iw_cm suite and the nvme-rdma stress
 #   make soak DURATION=100m   siw unplug soak in the VM until the time is up
+#   make bench      C against Rust iw_cm in one VM boot (ABBA): ratios, report, plots
 #   make demo       the main command: build, boot, load our iw_cm, run the scenarios
 #   make vm CMD=".."  run a command in the test VM
 #   make hosttest   userspace cargo tests of the connection state machine
@@ -29,7 +30,9 @@ KMAKE_ARGS := $(shell bash -c '$(ENV); echo "$${KMAKE_ARGS[@]}"')
 
 DURATION ?= 10m
 
-.PHONY: all modules siw rdma_cm deps kernel check check-all soak demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
+ROUNDS ?= 5
+
+.PHONY: all modules siw rdma_cm deps kernel check check-all soak bench demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
 
 all: modules
 
@@ -75,6 +78,11 @@ check-all:
 # Builds what it needs (kernel, modules, test siw) first.
 soak: kernel modules siw rdma_cm
 	$(TOP)/tools/stress/soak.sh $(DURATION)
+
+# Sets up, builds what it needs, runs tools/bench/bench-guest.sh in one
+# boot and writes results/bench-<time>/report.md with SVG plots.
+bench:
+	$(TOP)/tools/bench/bench.sh $(ROUNDS)
 
 demo:
 	$(TOP)/tools/demo.sh

@@ -10,7 +10,17 @@
 #      teardown) with 1 admin + 8 I/O queues, then `rdma link delete`
 #      (sample_unplug.sh), in a boot of its own: rdma_cm's handler_mutex
 #      lockdep false positive is accepted there and nothing else.
-# Ends with a short human report: what ran, timings, splats.
+#   3. the problem and the fix side by side: the seed scenario (the sample
+#      ULP's DEVICE_REMOVAL handler stops its own queue first and tears the
+#      others down inside the handler) with the C iw_cm in a boot of its
+#      own, where `rdma link delete` deadlocks (expected: detected by the
+#      delete not returning within AB_DELETE_TIMEOUT s and the hung-task
+#      reports, then the VM is powered off), and the same with ours
+#      (tools/ab/ab-unplug.sh); and the head-of-line delay behind a handler
+#      stalled 5 s with each iw_cm (tools/bench/bench-guest.sh, one round).
+# Ends with a short human report: what ran, timings, splats, and a
+# two-column table C | Rust (with the churn ratio of the latest make bench,
+# if there is one).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -73,8 +83,60 @@ scenario() {
 scenario nvme-rdma-unplug nvme_unplug.sh
 scenario sample-ulp-unplug sample_unplug.sh --allow-rdma-cm-lockdep
 
+# ---- side by side: the seed scenario with each iw_cm ----------------------
+get() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -n1; }
+abdir=$IWCM_RESULTS_DIR/side-by-side
+AB_RESULTS_DIR=$abdir tools/ab/ab-unplug.sh --impl both --only first,qp,handler \
+	>"$IWCM_RESULTS_DIR/side-by-side.out" 2>&1
+cell() {	# cell IMPL: the delete's outcome in one boot of its own
+	local r
+	r=$(ls -d "$abdir"/ab-"$1"-first-qp-handler-*/ 2>/dev/null | tail -n1)ab-result.txt
+	case "$(get "$r" result)" in
+	completed) echo "completed in $(get "$r" delete_s) s" ;;
+	deadlocked) echo "deadlocked (delete blocked > $(get "$r" blocked_after_s) s, $(get "$r" hung_task_reports) hung-task reports)" ;;
+	*) echo "no result (see ${abdir#"$top"/})" ;;
+	esac
+}
+c_cell=$(cell c)
+rust_cell=$(cell rust)
+note "seed scenario (own queue first, in handler), C iw_cm: $c_cell (the deadlock, expected)"
+note "seed scenario (own queue first, in handler), Rust iw_cm: $rust_cell"
+case "$c_cell" in deadlocked*) ;; *) rc_all=1; note "    the C iw_cm did not deadlock: the demo's premise did not hold" ;; esac
+case "$rust_cell" in completed*) ;; *) rc_all=1 ;; esac
+
+# Head-of-line: one bench round of that figure only, in one boot.
+holdir=$IWCM_RESULTS_DIR/head-of-line
+mkdir -p "$holdir"
+IWCM_RESULTS_DIR=$holdir tools/vm/run.sh --name head-of-line --timeout 600 -- \
+	env BENCH_ROUNDS=1 BENCH_SKIP="cmtime ucmatose teardown mem" \
+	"$top/tools/bench/bench-guest.sh" >"$holdir/vm.out" 2>&1 || rc_all=1
+hol() { awk -v i="$1" '$1 == "RESULT" && $2 == i && $4 == "hol_ms" { print $5 " ms"; f = 1 } END { if (!f) print "not measured" }' "$holdir/vm.out"; }
+c_hol=$(hol c)
+rust_hol=$(hol rust)
+note "head-of-line (another id's connection behind a handler stalled 5 s): C $c_hol, Rust $rust_hol"
+
+# The churn ratio of the latest make bench, if any.
+bench=$(ls -d "$top"/results/bench-*/ 2>/dev/null | tail -n1)
+churn_c="no make bench yet"
+churn_rust=""
+if [ -n "$bench" ] && [ -f "$bench/results.txt" ]; then
+	churn_rust=$(awk '$1 == "RESULT" && $4 == "cmtime500_wall_s" { v[$2] = v[$2] " " $5 }
+		function med(s,   a, n, i, j, t) { n = split(s, a, " ")
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return n ? ((n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) : -1 }
+		END { c = med(v["c"]); r = med(v["rust"]); if (c > 0 && r > 0) printf "%.2f", r / c; else print "n/a" }' \
+		"$bench/results.txt")
+	churn_c="1.00 (${bench#"$top"/})"
+fi
+
 echo
 echo "==== iw_cm (Rust) demo report ===="
 printf '%s\n' "${report[@]}"
+echo
+echo "| | C iw_cm | Rust iw_cm |"
+echo "|---|---|---|"
+echo "| rdma link delete, sample ULP, own queue first, in handler | $c_cell | $rust_cell |"
+echo "| head-of-line: another id behind a handler stalled 5 s | $c_hol | $rust_hol |"
+echo "| churn, cmtime -c 500 wall time (Rust/C, latest make bench) | $churn_c | ${churn_rust:-} |"
 echo "total $(( $(date +%s) - t_all )) s; results in $IWCM_RESULTS_DIR"
 exit "$rc_all"

@@ -16,6 +16,7 @@ stamp_ok() {
 	command -v rping >/dev/null && command -v ib_send_bw >/dev/null &&
 	command -v nvme >/dev/null && command -v fio >/dev/null &&
 	command -v pahole >/dev/null && command -v rdma >/dev/null && command -v patch >/dev/null &&
+	command -v gnuplot >/dev/null &&
 	[ -f /usr/include/rdma/rdma_cma.h ] && [ -f /usr/include/infiniband/verbs.h ] &&
 	ls /usr/src/linux-source-${KVER_SERIES}.tar.* >/dev/null 2>&1 &&
 	bindgen_ok
@@ -58,7 +59,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	flex bison bc libelf-dev libssl-dev cpio dwarves make gcc git xz-utils \
 	qemu-system-x86 rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest \
 	nvme-cli fio iproute2 kmod busybox-static python3 rsync patch strace \
-	librdmacm-dev libibverbs-dev
+	librdmacm-dev libibverbs-dev gnuplot-nox
 # Only the source package comes from the newer suite ("pkg/suite", not "-t",
 # which would upgrade libc and friends); its dependencies (binutils, xz-utils)
 # come from bookworm.

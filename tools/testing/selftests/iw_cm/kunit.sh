@@ -85,8 +85,8 @@ stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 	# The fault injection a case arms on purpose (fail_nth on fail_iw_cm,
 	# requests_are_handed_back_without_allocating): its report and stack
 	# dump, up to the stack's end.  Another fault attribute's stays.
-	awk '/^FAULT_INJECTION: forcing a failure/ { held = $0; next }
-	     held != "" { if ($0 ~ /^name fail_iw_cm,/) skip = 1; else print held; held = "" }
+	awk '/^[[:space:]]*FAULT_INJECTION: forcing a failure/ { held = $0; next }
+	     held != "" { if ($0 ~ /^[[:space:]]*name fail_iw_cm,/) skip = 1; else print held; held = "" }
 	     skip { if ($0 ~ /<\/TASK>/) skip = 0; next }
 	     { print }' |
 	grep -vE '^ *(KTAP version|1\.\.[0-9]|(not )?ok [0-9]+ |#|$)' |

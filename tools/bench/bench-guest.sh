@@ -1,0 +1,284 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Inside the test VM (tools/bench/bench.sh runs it): the C iw_cm and ours
+# measured in the same boot, in ABBA order (rounds alternate C,Rust and
+# Rust,C so that drift in the VM cancels out).  Each (round, iw_cm) loads
+# that iw_cm with rdma_cm, rdma_ucm, the test siw and the siw link, runs
+# every measurement below and unloads it again.  Prints one line per
+# figure:
+#
+#   RESULT <impl> <round> <metric> <value>
+#
+# and "FAILED <impl> <round> <metric> <why>" for one that did not complete
+# (the host counts them; a failed figure is never a number).
+#
+# Metrics (units in the name):
+#   cmtime<N>_<step>_us   rdma-core's cmtime -c N (10, 100, 500): microseconds
+#                         per connection of its connect, disconnect and
+#                         destroy steps (the steps that reach iw_cm)
+#   cmtime<N>_wall_s      the cmtime client's wall time
+#   ucmatose200_s         ucmatose -c 200 -C 1: 200 connections set up
+#                         concurrently, one message each, torn down
+#   teardown<Q>_s         `rdma link delete` with the Rust sample ULP
+#                         connected with Q queues (1 admin + Q-1 I/O, host
+#                         and target in this VM, own queue stopped last: the
+#                         variant the C iw_cm survives)
+#   hol_ms                head-of-line: the sample target's CONNECT_REQUEST
+#                         handler sleeps 5 s (stall_qid=0 stall_ms=5000);
+#                         meanwhile an rping pair on another listener
+#                         connects and exchanges one message; the figure is
+#                         its wall time minus the same pair's without stall
+#   mem<Q>_bytes_per_id   slab bytes (Slab in /proc/meminfo) added by the
+#                         sample ULP connected with Q queues per side, per
+#                         iw_cm cm_id it holds (2Q + 1 with the listener);
+#                         everything but iw_cm is the same code in both
+#                         columns, so the difference is iw_cm's
+#
+# Environment: BENCH_ROUNDS (5), BENCH_CMTIME ("10 100 500"),
+# BENCH_TEARDOWN ("8 32 64"), BENCH_MEM ("1 50 500" queues: 3, 101 and
+# 1001 cm_ids), BENCH_SKIP (metric groups to leave out: cmtime ucmatose
+# teardown hol mem).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+export IWCM_TOP=$top
+# siw endpoint accounting (lib.sh) logs two lines per endpoint: off for
+# benchmark runs.
+export IWCM_SIW_EP_CHECK=${IWCM_SIW_EP_CHECK:-0}
+if [ -z "${KSELFTEST_DIR:-}" ]; then
+	# shellcheck source=/dev/null
+	[ -n "${KSRC:-}" ] || . "$top/tools/kernel/env.sh"
+	export KSELFTEST_DIR=$KSRC/tools/testing/selftests
+fi
+# shellcheck source=../testing/selftests/iw_cm/lib.sh
+. "$top/tools/testing/selftests/iw_cm/lib.sh"
+
+rust_ko=$IWCM_RUST_KO
+rounds=${BENCH_ROUNDS:-5}
+cmtime_sizes=${BENCH_CMTIME:-10 100 500}
+teardown_sizes=${BENCH_TEARDOWN:-8 32 64}
+mem_sizes=${BENCH_MEM:-1 50 500}
+skip=" ${BENCH_SKIP:-} "
+sample_ko=${SAMPLE_KO:-$top/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
+dbg=/sys/kernel/debug/rust_rdma_ulp
+IWCM_TMP=$(mktemp -d /tmp/bench.XXXXXX)
+failed=0
+impl=
+round=
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
+result() { echo "RESULT $impl $round $1 $2"; }
+fail() { echo "FAILED $impl $round $1 $2"; failed=$((failed + 1)); }
+wanted() { [[ "$skip" != *" $1 "* ]]; }
+field() { sed -n "s/^$2 //p" "$dbg/$1" 2>/dev/null | head -n1; }
+slab_kb() { awk '/^Slab:/ { print $2 }' /proc/meminfo; }
+
+# unload_stack: the sample, the siw link and everything that holds iw_cm.
+unload_stack() {
+	[ -d /sys/module/rust_rdma_ulp ] && timeout -k 5 60 rmmod rust_rdma_ulp
+	iwcm_teardown >/dev/null 2>&1
+	modprobe -r rdma_ucm rdma_cm 2>/dev/null
+	if [ -d /sys/module/iw_cm ]; then
+		rmmod iw_cm 2>/dev/null || modprobe -r iw_cm 2>/dev/null
+	fi
+	! [ -d /sys/module/iw_cm ]
+}
+
+# load_stack: IWCM_IMPL's iw_cm, rdma_cm, siw and the link.
+load_stack() {
+	unload_stack || return 1
+	IWCM_IMPL=$impl
+	IWCM_RUST_KO=$rust_ko
+	iwcm_setup >"$IWCM_TMP/setup.log" 2>&1 || { cat "$IWCM_TMP/setup.log"; return 1; }
+}
+
+# relink: the siw link again after a `rdma link delete`.
+relink() {
+	iwcm_teardown >/dev/null 2>&1
+	iwcm_setup >"$IWCM_TMP/setup.log" 2>&1 || { cat "$IWCM_TMP/setup.log"; return 1; }
+}
+
+# sample_load Q [PARAM=...]: the sample ULP, host and target, Q queues.
+sample_load() {
+	local q=$1
+	shift
+	timeout -k 5 120 insmod "$sample_ko" role=both addr="$IWCM_ADDR" \
+		nr_io_queues=$((q - 1)) queue_depth=4 "$@" >"$IWCM_TMP/insmod.log" 2>&1 &&
+		[ "$(field host live)" = "$q" ]
+}
+
+bench_cmtime() {
+	local n=$1 clog slog t0 crc wall step us
+	slog=$IWCM_TMP/cmtime-s.log
+	clog=$IWCM_TMP/cmtime-c.log
+	iwcm_spawn srv "$slog" cmtime -b "$IWCM_ADDR" -c "$n"
+	if ! iwcm_wait_listen 7471; then
+		iwcm_stop_all
+		fail "cmtime$n" "server did not listen"
+		return
+	fi
+	t0=$(now)
+	timeout -k 5 600 cmtime -s "$IWCM_ADDR" -c "$n" >"$clog" 2>&1
+	crc=$?
+	wall=$(since "$t0")
+	iwcm_stop_all
+	if [ $crc -ne 0 ] || grep -qiE "fail|error|event: " "$clog"; then
+		fail "cmtime$n" "client exit $crc: $(tail -n1 "$clog")"
+		return
+	fi
+	result "cmtime${n}_wall_s" "$wall"
+	# "connect      : 1685.63  330.07  51235.00  16856.27": the last
+	# column is microseconds per connection.
+	while read -r step us; do
+		result "cmtime${n}_${step}_us" "$us"
+	done < <(awk -F: '/^(connect|disconnect|destroy) *:/ {
+		name = $1; gsub(/ +$/, "", name); n = split($2, f, " "); print name, f[n] }' "$clog")
+}
+
+bench_ucmatose() {
+	local t0 crc
+	iwcm_spawn srv "$IWCM_TMP/ucm-s.log" ucmatose -b "$IWCM_ADDR" -c 200 -C 1
+	if ! iwcm_wait_listen 7471; then
+		iwcm_stop_all
+		fail ucmatose200_s "server did not listen"
+		return
+	fi
+	t0=$(now)
+	timeout -k 5 300 ucmatose -s "$IWCM_ADDR" -c 200 -C 1 >"$IWCM_TMP/ucm-c.log" 2>&1
+	crc=$?
+	local wall
+	wall=$(since "$t0")
+	iwcm_wait "${IWCM_PIDS[-1]}" 30 >/dev/null
+	iwcm_stop_all
+	if [ $crc -ne 0 ]; then
+		fail ucmatose200_s "client exit $crc: $(tail -n1 "$IWCM_TMP/ucm-c.log")"
+		return
+	fi
+	result ucmatose200_s "$wall"
+}
+
+bench_teardown() {
+	local q=$1 t0 del
+	if ! sample_load "$q" own_queue=last; then
+		fail "teardown${q}_s" "sample not connected ($(field host live)/$q live): $(tail -n1 "$IWCM_TMP/insmod.log")"
+		unload_sample
+		relink
+		return
+	fi
+	t0=$(now)
+	timeout -k 5 60 rdma link delete "$IWCM_RDEV" >"$IWCM_TMP/delete.log" 2>&1
+	del=$?
+	local took
+	took=$(since "$t0")
+	if [ $del -ne 0 ]; then
+		fail "teardown${q}_s" "rdma link delete exit $del (124: still blocked after 60 s)"
+	else
+		result "teardown${q}_s" "$took"
+	fi
+	unload_sample
+	relink
+}
+
+unload_sample() {
+	[ -d /sys/module/rust_rdma_ulp ] && timeout -k 5 60 rmmod rust_rdma_ulp
+	! [ -d /sys/module/rust_rdma_ulp ]
+}
+
+# rping_pair PORT: one rping pair (1 message) on PORT; its wall time in
+# seconds in $pair_s.
+pair_s=
+rping_pair() {
+	local port=$1 t0 crc srv
+	iwcm_spawn srv "$IWCM_TMP/rping-s-$port.log" rping -s -a "$IWCM_ADDR" -p "$port" -C 1
+	iwcm_wait_listen "$port" || return 1
+	t0=$(now)
+	timeout -k 5 60 rping -c -a "$IWCM_ADDR" -p "$port" -C 1 >"$IWCM_TMP/rping-c-$port.log" 2>&1
+	crc=$?
+	pair_s=$(since "$t0")
+	iwcm_wait "$srv" 10 >/dev/null
+	return $crc
+}
+
+bench_hol() {
+	local base ins n0
+	n0=$(dmesg | grep -c "CONNECT_REQUEST handler stalls")
+	if ! rping_pair 7600; then
+		fail hol_ms "rping without stall failed"
+		iwcm_stop_all
+		return
+	fi
+	base=$pair_s
+	iwcm_stop_all
+	# The stalled handler: the host's admin queue connect waits for it.
+	timeout -k 5 60 insmod "$sample_ko" role=both addr="$IWCM_ADDR" nr_io_queues=1 \
+		queue_depth=4 stall_qid=0 stall_ms=5000 >"$IWCM_TMP/insmod.log" 2>&1 &
+	ins=$!
+	# Until the target's handler sleeps.
+	if ! iwcm_wait_for 20 eval '[ "$(dmesg | grep -c "CONNECT_REQUEST handler stalls")" -gt "$n0" ]'; then
+		fail hol_ms "the sample's handler did not stall"
+	elif ! rping_pair 7601; then
+		fail hol_ms "rping during the stall failed"
+	else
+		result hol_ms "$(awk -v a="$base" -v b="$pair_s" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
+	fi
+	iwcm_stop_all
+	wait "$ins"
+	unload_sample
+}
+
+bench_mem() {
+	local q=$1 s0 s1 ids
+	unload_sample
+	sync
+	echo 2 > /proc/sys/vm/drop_caches
+	sleep 1
+	s0=$(slab_kb)
+	if ! sample_load "$q"; then
+		fail "mem${q}_bytes_per_id" "sample not connected ($(field host live)/$q live)"
+		unload_sample
+		return
+	fi
+	sleep 1
+	s1=$(slab_kb)
+	ids=$((2 * q + 1))
+	result "mem${q}_bytes_per_id" "$(( (s1 - s0) * 1024 / ids ))"
+	unload_sample
+}
+
+run_round() {
+	local n q
+	if ! load_stack; then
+		fail stack "cannot load the $impl iw_cm stack"
+		return
+	fi
+	for d in $(modinfo -F depends "$sample_ko" 2>/dev/null | tr , ' '); do
+		modprobe "$d"
+	done
+	if wanted cmtime; then
+		for n in $cmtime_sizes; do bench_cmtime "$n"; done
+	fi
+	wanted ucmatose && bench_ucmatose
+	wanted hol && bench_hol
+	if wanted mem; then
+		for q in $mem_sizes; do bench_mem "$q"; done
+	fi
+	if wanted teardown; then
+		for q in $teardown_sizes; do bench_teardown "$q"; done
+	fi
+}
+
+echo "bench: kernel $(uname -r), $rounds ABBA rounds"
+for round in $(seq 1 "$rounds"); do
+	if [ $((round % 2)) -eq 1 ]; then order="c rust"; else order="rust c"; fi
+	for impl in $order; do
+		echo "bench: round $round, $impl iw_cm, at $(cut -d' ' -f1 /proc/uptime) s"
+		run_round
+	done
+done
+impl=all round=0
+unload_stack || fail stack "cannot unload the last stack"
+rm -rf "$IWCM_TMP"
+echo "bench: $failed failed figure(s)"
+[ $failed -eq 0 ]

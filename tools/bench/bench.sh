@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# make bench: the C iw_cm and ours measured in one VM boot, ABBA rounds
+# (tools/bench/bench-guest.sh: connection churn with cmtime at 10, 100 and
+# 500 connections, ucmatose -c 200, `rdma link delete` with the sample ULP
+# at 8, 32 and 64 queues, head-of-line delay behind a handler stalled 5 s,
+# slab bytes per cm_id at 3, 101 and 1001 cm_ids).  Writes
+# results/bench-<time>/report.md (medians, spread, Rust/C ratios) and PNG
+# plots (gnuplot), and prints the table.  No pass/fail threshold on the
+# figures: a figure that could not be measured, a failed VM run or a kernel
+# splat fails the run.
+#
+#   tools/bench/bench.sh [ROUNDS]        (default 5)
+#
+# Environment: BENCH_ROUNDS, BENCH_CMTIME, BENCH_TEARDOWN, BENCH_MEM,
+# BENCH_SKIP (see bench-guest.sh); BENCH_RESULTS_DIR.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 2
+rounds=${1:-${BENCH_ROUNDS:-5}}
+case "$rounds" in
+'' | *[!0-9]*) echo "usage: $0 [ROUNDS]" >&2; exit 2 ;;
+esac
+t_all=$(date +%s)
+tools/setup-deps.sh >/dev/null || { echo "bench: dependency set-up failed" >&2; exit 2; }
+tools/kernel/build-kernel.sh || { echo "bench: test kernel build failed" >&2; exit 2; }
+make -s -C "$top" modules siw rdma_cm >/dev/null || { echo "bench: module build failed" >&2; exit 2; }
+# shellcheck source=../kernel/env.sh
+. tools/kernel/env.sh
+make -s -C tools/testing/selftests/iw_cm KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
+	{ echo "bench: selftest helper build failed" >&2; exit 2; }
+
+stamp=$(date +%Y%m%d-%H%M%S)
+dir=${BENCH_RESULTS_DIR:-$top/results/bench-$stamp}
+mkdir -p "$dir"
+out=$dir/vm.out
+echo "bench: $rounds ABBA rounds in one VM boot; log $out"
+IWCM_RESULTS_DIR=$dir tools/vm/run.sh --name bench --timeout $((rounds * 2 * 420 + 600)) -- \
+	env BENCH_ROUNDS="$rounds" BENCH_CMTIME="${BENCH_CMTIME:-10 100 500}" \
+	BENCH_TEARDOWN="${BENCH_TEARDOWN:-8 32 64}" BENCH_MEM="${BENCH_MEM:-1 50 500}" \
+	BENCH_SKIP="${BENCH_SKIP:-}" "$top/tools/bench/bench-guest.sh" >"$out" 2>&1
+vmrc=$?
+grep -E "^(FAILED|bench:)" "$out"
+grep -E "^RESULT " "$out" > "$dir/results.txt"
+/usr/bin/python3 tools/bench/report.py "$dir" "$rounds" "$vmrc"
+rrc=$?
+echo "bench: $(( $(date +%s) - t_all )) s in all; report $dir/report.md"
+[ "$vmrc" -eq 0 ] && [ "$rrc" -eq 0 ]

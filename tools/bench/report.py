@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+"""make bench's report: medians, spread and Rust/C ratios of the figures
+tools/bench/bench-guest.sh printed, as DIR/report.md, and SVG plots drawn
+by gnuplot (ratio per figure, teardown time against queue count,
+head-of-line delay on a log scale, slab bytes per cm_id).
+
+    report.py DIR ROUNDS VM_EXIT
+
+Reads DIR/results.txt ("RESULT impl round metric value" lines).  Exits 1
+when a figure has no value for one of the two iw_cms or the VM run failed.
+"""
+import os
+import statistics
+import subprocess
+import sys
+
+# (metric, label, unit, lower is better)
+ORDER = [
+    ("cmtime10_connect_us", "cmtime -c 10: connect", "us/conn"),
+    ("cmtime10_disconnect_us", "cmtime -c 10: disconnect", "us/conn"),
+    ("cmtime10_destroy_us", "cmtime -c 10: destroy", "us/conn"),
+    ("cmtime10_wall_s", "cmtime -c 10: client wall time", "s"),
+    ("cmtime100_connect_us", "cmtime -c 100: connect", "us/conn"),
+    ("cmtime100_disconnect_us", "cmtime -c 100: disconnect", "us/conn"),
+    ("cmtime100_destroy_us", "cmtime -c 100: destroy", "us/conn"),
+    ("cmtime100_wall_s", "cmtime -c 100: client wall time", "s"),
+    ("cmtime500_connect_us", "cmtime -c 500: connect", "us/conn"),
+    ("cmtime500_disconnect_us", "cmtime -c 500: disconnect", "us/conn"),
+    ("cmtime500_destroy_us", "cmtime -c 500: destroy", "us/conn"),
+    ("cmtime500_wall_s", "cmtime -c 500: client wall time", "s"),
+    ("ucmatose200_s", "ucmatose -c 200 (concurrent connects)", "s"),
+    ("teardown8_s", "rdma link delete, sample ULP 8 queues", "s"),
+    ("teardown32_s", "rdma link delete, sample ULP 32 queues", "s"),
+    ("teardown64_s", "rdma link delete, sample ULP 64 queues", "s"),
+    ("hol_ms", "head-of-line: other ids' delay behind a 5 s handler", "ms"),
+    ("mem1_bytes_per_id", "slab bytes per cm_id, 3 cm_ids", "B"),
+    ("mem50_bytes_per_id", "slab bytes per cm_id, 101 cm_ids", "B"),
+    ("mem500_bytes_per_id", "slab bytes per cm_id, 1001 cm_ids", "B"),
+]
+LABEL = {m: (label, unit) for m, label, unit in ORDER}
+
+
+def load(path):
+    vals = {}
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) != 5 or p[0] != "RESULT":
+                continue
+            try:
+                v = float(p[4])
+            except ValueError:
+                continue
+            vals.setdefault((p[3], p[1]), []).append(v)
+    return vals
+
+
+def fmt(v):
+    if v is None:
+        return "n/a"
+    if abs(v) >= 100:
+        return "%.0f" % v
+    if abs(v) >= 10:
+        return "%.1f" % v
+    return "%.3g" % v
+
+
+def main():
+    d, rounds, vmrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    vals = load(os.path.join(d, "results.txt"))
+    metrics = [m for m, _, _ in ORDER if (m, "c") in vals or (m, "rust") in vals]
+    metrics += sorted({m for m, _ in vals} - set(metrics))
+    rows = []
+    missing = []
+    for m in metrics:
+        c = vals.get((m, "c"), [])
+        r = vals.get((m, "rust"), [])
+        if not c or not r:
+            missing.append(m)
+        mc = statistics.median(c) if c else None
+        mr = statistics.median(r) if r else None
+        ratio = mr / mc if (mc and mr is not None) else None
+        rows.append((m, c, r, mc, mr, ratio))
+    label = lambda m: LABEL.get(m, (m, ""))
+    lines = [
+        "# iw_cm benchmark: Rust against C, one VM boot",
+        "",
+        "%s ABBA rounds per iw_cm in one boot of the test VM (QEMU TCG, KASAN, lockdep);"
+        " the same kernel, rdma_cm, test siw and sample ULP for both; only iw_cm.ko differs." % rounds,
+        "Median of the rounds, spread as min-max; ratio = Rust median / C median"
+        " (below 1: ours is faster or smaller).",
+        "",
+        "| figure | unit | C median (min-max) | Rust median (min-max) | Rust/C | rounds C, Rust |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m, c, r, mc, mr, ratio in rows:
+        name, unit = label(m)
+        spread = lambda v: "%s (%s-%s)" % (fmt(statistics.median(v)), fmt(min(v)), fmt(max(v))) if v else "n/a"
+        lines.append("| %s | %s | %s | %s | %s | %d, %d |" % (
+            name, unit, spread(c), spread(r), "%.2f" % ratio if ratio is not None else "n/a",
+            len(c), len(r)))
+    lines += ["", "How the figures are taken: tools/bench/bench-guest.sh (top of the file)."
+              " Memory: Slab in /proc/meminfo before and after the sample ULP connected"
+              " Q queues on each side, divided by the 2Q + 1 cm_ids it holds; everything"
+              " but iw_cm.ko is the same in both columns, so the difference per cm_id is iw_cm's.",
+              ""]
+    plots = draw(d, rows)
+    if plots:
+        lines.append("Plots: " + ", ".join(plots))
+        lines.append("")
+        for p in plots:
+            lines.append("![%s](%s)" % (p, p))
+        lines.append("")
+    if missing:
+        lines.append("Not measured for both: " + ", ".join(missing))
+    lines.append("VM exit status %d." % vmrc)
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return 1 if (missing or vmrc != 0) else 0
+
+
+def gnuplot(d, name, script, data):
+    dat = os.path.join(d, name + ".dat")
+    with open(dat, "w") as f:
+        f.write(data)
+    svg = name + ".svg"
+    full = ("set terminal svg size 800,480 dynamic font 'sans,11'\n"
+            "set output '%s'\nset datafile separator '\\t'\n" % os.path.join(d, svg)) + \
+        script.replace("DATA", "'%s'" % dat)
+    try:
+        subprocess.run(["gnuplot"], input=full, text=True, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("report: gnuplot failed for %s: %s" % (svg, getattr(e, "stderr", e)), file=sys.stderr)
+        return None
+    return svg
+
+
+def draw(d, rows):
+    by = {m: (mc, mr, ratio) for m, _, _, mc, mr, ratio in rows}
+    out = []
+    # Ratio per figure.
+    data = "".join("%s\t%.4f\n" % (m.replace("_", " "), ratio)
+                   for m, _, _, _, _, ratio in rows if ratio is not None)
+    if data:
+        s = gnuplot(d, "ratio", "set title 'Rust / C, median of the rounds (below 1: ours faster or smaller)'\n"
+                    "set style data histogram\nset style fill solid 0.6\nset boxwidth 0.8\n"
+                    "set xtics rotate by -45 font ',8'\nset logscale y 2\nset yrange [*:*]\n"
+                    "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2\n"
+                    "plot DATA using 2:xtic(1) title 'Rust/C'\n", data)
+        out += [s] if s else []
+    # Teardown against queue count.
+    data = ""
+    for q in (8, 32, 64):
+        mc, mr, _ = by.get("teardown%d_s" % q, (None, None, None))
+        if mc is not None and mr is not None:
+            data += "%d\t%.4f\t%.4f\n" % (q, mc, mr)
+    if data:
+        s = gnuplot(d, "teardown", "set title 'rdma link delete with the sample ULP connected (own queue last)'\n"
+                    "set xlabel 'queues'\nset ylabel 's'\nset key left\n"
+                    "plot DATA using 1:2 with linespoints title 'C iw_cm', "
+                    "DATA using 1:3 with linespoints title 'Rust iw_cm'\n", data)
+        out += [s] if s else []
+    mc, mr, _ = by.get("hol_ms", (None, None, None))
+    if mc is not None and mr is not None:
+        data = "C iw_cm\t%.1f\nRust iw_cm\t%.1f\n" % (max(mc, 1), max(mr, 1))
+        s = gnuplot(d, "hol", "set title 'Delay of another id''s connection behind a handler stalled 5 s'\n"
+                    "set style data histogram\nset style fill solid 0.6\nset boxwidth 0.6\n"
+                    "set logscale y 10\nset ylabel 'ms (log)'\nset yrange [1:*]\n"
+                    "plot DATA using 2:xtic(1) notitle\n", data)
+        out += [s] if s else []
+    data = ""
+    for q in (1, 50, 500):
+        mc, mr, _ = by.get("mem%d_bytes_per_id" % q, (None, None, None))
+        if mc is not None and mr is not None:
+            data += "%d\t%.0f\t%.0f\n" % (2 * q + 1, mc, mr)
+    if data:
+        s = gnuplot(d, "memory", "set title 'Slab bytes per cm_id (sample ULP connected, idle)'\n"
+                    "set xlabel 'cm_ids'\nset ylabel 'bytes'\nset logscale x 10\nset key right\n"
+                    "plot DATA using 1:2 with linespoints title 'C iw_cm', "
+                    "DATA using 1:3 with linespoints title 'Rust iw_cm'\n", data)
+        out += [s] if s else []
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
