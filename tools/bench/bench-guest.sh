@@ -29,14 +29,16 @@
 #                         meanwhile an rping pair on another listener
 #                         connects and exchanges one message; the figure is
 #                         its wall time minus the same pair's without stall
-#   mem<Q>_bytes_per_id   slab bytes (Slab in /proc/meminfo) added by the
-#                         sample ULP connected with Q queues per side, per
+#   mem<Q>_bytes_per_id   slab bytes in use (/proc/slabinfo, KASAN's
+#                         quarantine emptied first) added by the sample ULP
+#                         connected with Q queues per side (idle), per
 #                         iw_cm cm_id it holds (2Q + 1 with the listener);
 #                         everything but iw_cm is the same code in both
-#                         columns, so the difference is iw_cm's
+#                         columns, so the difference is iw_cm's (kmemleak's
+#                         metadata, one object per allocation, included)
 #
 # Environment: BENCH_ROUNDS (5), BENCH_CMTIME ("10 100 500"),
-# BENCH_TEARDOWN ("8 32 64"), BENCH_MEM ("1 50 500" queues: 3, 101 and
+# BENCH_TEARDOWN ("8 32 64"), BENCH_MEM ("2 50 500" queues: 5, 101 and
 # 1001 cm_ids), BENCH_SKIP (metric groups to leave out: cmtime ucmatose
 # teardown hol mem).
 set -u
@@ -58,7 +60,7 @@ rust_ko=$IWCM_RUST_KO
 rounds=${BENCH_ROUNDS:-5}
 cmtime_sizes=${BENCH_CMTIME:-10 100 500}
 teardown_sizes=${BENCH_TEARDOWN:-8 32 64}
-mem_sizes=${BENCH_MEM:-1 50 500}
+mem_sizes=${BENCH_MEM:-2 50 500}
 skip=" ${BENCH_SKIP:-} "
 sample_ko=${SAMPLE_KO:-$top/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
 dbg=/sys/kernel/debug/rust_rdma_ulp
@@ -73,7 +75,15 @@ result() { echo "RESULT $impl $round $1 $2"; }
 fail() { echo "FAILED $impl $round $1 $2"; failed=$((failed + 1)); }
 wanted() { [[ "$skip" != *" $1 "* ]]; }
 field() { sed -n "s/^$2 //p" "$dbg/$1" 2>/dev/null | head -n1; }
-slab_kb() { awk '/^Slab:/ { print $2 }' /proc/meminfo; }
+# slab_bytes: bytes of the slab objects in use (/proc/slabinfo: active
+# objects x object size, every cache), after each cache was shrunk, which
+# also empties KASAN's quarantine of freed objects (kmem_cache_shrink ->
+# kasan_cache_shrink): without that, objects freed a moment ago count.
+slab_bytes() {
+	local f
+	for f in /sys/kernel/slab/*/shrink; do echo 1 > "$f"; done 2>/dev/null
+	awk 'NR > 2 { s += $2 * $4 } END { printf "%d\n", s }' /proc/slabinfo
+}
 
 # unload_stack: the sample, the siw link and everything that holds iw_cm.
 unload_stack() {
@@ -186,39 +196,48 @@ unload_sample() {
 	! [ -d /sys/module/rust_rdma_ulp ]
 }
 
-# rping_pair PORT: one rping pair (1 message) on PORT; its wall time in
-# seconds in $pair_s.
+# rping_client PORT: one rping client (1 message) against the server
+# listening on PORT; its wall time in seconds in $pair_s.
 pair_s=
-rping_pair() {
-	local port=$1 t0 crc srv
-	iwcm_spawn srv "$IWCM_TMP/rping-s-$port.log" rping -s -a "$IWCM_ADDR" -p "$port" -C 1
-	iwcm_wait_listen "$port" || return 1
+rping_client() {
+	local t0 crc
 	t0=$(now)
-	timeout -k 5 60 rping -c -a "$IWCM_ADDR" -p "$port" -C 1 >"$IWCM_TMP/rping-c-$port.log" 2>&1
+	timeout -k 5 60 rping -c -a "$IWCM_ADDR" -p "$1" -C 1 >"$IWCM_TMP/rping-c-$1.log" 2>&1
 	crc=$?
 	pair_s=$(since "$t0")
-	iwcm_wait "$srv" 10 >/dev/null
 	return $crc
 }
 
+# Head-of-line: the rping client's connection (its CONNECT_REPLY and
+# ESTABLISHED, the server's CONNECT_REQUEST) started the moment the
+# sample's target handler begins its 5 s sleep, against the same without
+# a stall.  With one ordered queue for every cm_id (iwcm.c) the rping
+# events wait for the sleeping handler; with per-cm_id delivery they do
+# not.  Both rping servers listen before anything is measured.
 bench_hol() {
 	local base ins n0
 	n0=$(dmesg | grep -c "CONNECT_REQUEST handler stalls")
-	if ! rping_pair 7600; then
+	iwcm_spawn rs "$IWCM_TMP/rping-s-7600.log" rping -s -a "$IWCM_ADDR" -p 7600 -C 1
+	iwcm_spawn rs "$IWCM_TMP/rping-s-7601.log" rping -s -a "$IWCM_ADDR" -p 7601 -C 1
+	if ! iwcm_wait_listen 7600 || ! iwcm_wait_listen 7601; then
+		fail hol_ms "rping servers did not listen"
+		iwcm_stop_all
+		return
+	fi
+	if ! rping_client 7600; then
 		fail hol_ms "rping without stall failed"
 		iwcm_stop_all
 		return
 	fi
 	base=$pair_s
-	iwcm_stop_all
 	# The stalled handler: the host's admin queue connect waits for it.
 	timeout -k 5 60 insmod "$sample_ko" role=both addr="$IWCM_ADDR" nr_io_queues=1 \
 		queue_depth=4 stall_qid=0 stall_ms=5000 >"$IWCM_TMP/insmod.log" 2>&1 &
 	ins=$!
-	# Until the target's handler sleeps.
+	# Until the target's handler sleeps (polled every 0.1 s).
 	if ! iwcm_wait_for 20 eval '[ "$(dmesg | grep -c "CONNECT_REQUEST handler stalls")" -gt "$n0" ]'; then
 		fail hol_ms "the sample's handler did not stall"
-	elif ! rping_pair 7601; then
+	elif ! rping_client 7601; then
 		fail hol_ms "rping during the stall failed"
 	else
 		result hol_ms "$(awk -v a="$base" -v b="$pair_s" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
@@ -234,16 +253,16 @@ bench_mem() {
 	sync
 	echo 2 > /proc/sys/vm/drop_caches
 	sleep 1
-	s0=$(slab_kb)
+	s0=$(slab_bytes)
 	if ! sample_load "$q"; then
-		fail "mem${q}_bytes_per_id" "sample not connected ($(field host live)/$q live)"
+		fail "mem${q}_bytes_per_id" "sample not connected ($(field host live)/$q live): $(tail -n1 "$IWCM_TMP/insmod.log")"
 		unload_sample
 		return
 	fi
 	sleep 1
-	s1=$(slab_kb)
+	s1=$(slab_bytes)
 	ids=$((2 * q + 1))
-	result "mem${q}_bytes_per_id" "$(( (s1 - s0) * 1024 / ids ))"
+	result "mem${q}_bytes_per_id" "$(( (s1 - s0) / ids ))"
 	unload_sample
 }
 

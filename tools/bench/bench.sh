@@ -5,7 +5,7 @@
 # (tools/bench/bench-guest.sh: connection churn with cmtime at 10, 100 and
 # 500 connections, ucmatose -c 200, `rdma link delete` with the sample ULP
 # at 8, 32 and 64 queues, head-of-line delay behind a handler stalled 5 s,
-# slab bytes per cm_id at 3, 101 and 1001 cm_ids).  Writes
+# slab bytes per cm_id at 5, 101 and 1001 cm_ids).  Writes
 # results/bench-<time>/report.md (medians, spread, Rust/C ratios) and PNG
 # plots (gnuplot), and prints the table.  No pass/fail threshold on the
 # figures: a figure that could not be measured, a failed VM run or a kernel
@@ -38,7 +38,7 @@ out=$dir/vm.out
 echo "bench: $rounds ABBA rounds in one VM boot; log $out"
 IWCM_RESULTS_DIR=$dir tools/vm/run.sh --name bench --timeout $((rounds * 2 * 420 + 600)) -- \
 	env BENCH_ROUNDS="$rounds" BENCH_CMTIME="${BENCH_CMTIME:-10 100 500}" \
-	BENCH_TEARDOWN="${BENCH_TEARDOWN:-8 32 64}" BENCH_MEM="${BENCH_MEM:-1 50 500}" \
+	BENCH_TEARDOWN="${BENCH_TEARDOWN:-8 32 64}" BENCH_MEM="${BENCH_MEM:-2 50 500}" \
 	BENCH_SKIP="${BENCH_SKIP:-}" "$top/tools/bench/bench-guest.sh" >"$out" 2>&1
 vmrc=$?
 grep -E "^(FAILED|bench:)" "$out"
