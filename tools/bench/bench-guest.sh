@@ -36,6 +36,10 @@
 #                         everything but iw_cm is the same code in both
 #                         columns, so the difference is iw_cm's (kmemleak's
 #                         metadata, one object per allocation, included)
+#   iwcm<Q>_bytes_per_id  the same load, iw_cm's own share measured: live
+#                         bytes of the kmallocs whose call site is in
+#                         iw_cm.ko (kmem trace events, frees matched by
+#                         pointer), per cm_id
 #
 # Environment: BENCH_ROUNDS (5), BENCH_CMTIME ("10 100 500"),
 # BENCH_TEARDOWN ("8 32 64"), BENCH_MEM ("2 50 500" queues: 5, 101 and
@@ -250,21 +254,81 @@ bench_hol() {
 	unload_sample
 }
 
+# iw_cm's own live heap bytes, from the kernel's kmem trace events: every
+# kmalloc whose call site lies in iw_cm.ko's text (/proc/kallsyms; the
+# Rust allocator's kmalloc calls are inlined there, iwcm.c's
+# kzalloc/kmalloc are its own) or in kvrealloc (below), minus those freed
+# again before the trace stops.  (Not counted: our table's vector, 8
+# bytes per cm_id, grown with kvmalloc.)  Both iw_cms
+# allocate a cm_id and its event slots that way (GFP_KERNEL, or GFP_ATOMIC
+# in the upcall).
+T=/sys/kernel/tracing
+iwcm_trace_start() {
+	local lo hi
+	# (Fixed-width hex: sorted as strings; bash arithmetic wraps like the
+	# kernel's unsigned addresses for the end.)
+	lo=$(awk '$4 == "[iw_cm]" && $2 ~ /^[tT]$/ { print $1 }' /proc/kallsyms | sort | head -n1)
+	hi=$(awk '$4 == "[iw_cm]" && $2 ~ /^[tT]$/ { print $1 }' /proc/kallsyms | sort | tail -n1)
+	[ -n "$lo" ] && [ "$lo" != 0000000000000000 ] && [ -d "$T/events/kmem/kmalloc" ] || return 1
+	lo=0x$lo
+	hi=0x$(printf '%x' $((0x$hi + 4096)))
+	# Rust's KVVec (the event slots) allocates through
+	# kvrealloc_node_align_noprof, which makes the kmalloc call itself:
+	# its range too (the sample ULP uses KVec only; nothing else of the
+	# stack calls kvrealloc).
+	local kv
+	kv=$(sort /proc/kallsyms | awk '$2 ~ /^[tT]$/ { if (f) { print a, $1; exit } if ($3 == "kvrealloc_node_align_noprof") { f = 1; a = $1 } }')
+	set -- $kv
+	[ $# -eq 2 ] || return 1
+	echo 0 > "$T/tracing_on"
+	echo > "$T/trace"
+	echo 32768 > "$T/buffer_size_kb"
+	echo "(call_site >= $lo && call_site < $hi) || (call_site >= 0x$1 && call_site < 0x$2)" \
+		> "$T/events/kmem/kmalloc/filter" || return 1
+	echo 1 > "$T/events/kmem/kmalloc/enable"
+	echo 1 > "$T/events/kmem/kfree/enable"
+	echo 1 > "$T/tracing_on"
+}
+# iwcm_trace_stop: the live bytes (stdout); fails when the buffer overran.
+iwcm_trace_stop() {
+	local over
+	echo 0 > "$T/tracing_on"
+	echo 0 > "$T/events/kmem/kmalloc/enable"
+	echo 0 > "$T/events/kmem/kfree/enable"
+	echo 0 > "$T/events/kmem/kmalloc/filter"
+	over=$(cat "$T"/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
+	awk '/ kmalloc: / { p = ""; b = 0
+			for (i = 1; i <= NF; i++) { if ($i ~ /^ptr=/) p = substr($i, 5); if ($i ~ /^bytes_alloc=/) b = substr($i, 13) }
+			if (p != "") live[p] = b }
+	     / kfree: / { for (i = 1; i <= NF; i++) if ($i ~ /^ptr=/) delete live[substr($i, 5)] }
+	     END { for (p in live) s += live[p]; printf "%d\n", s }' "$T/trace"
+	echo > "$T/trace"
+	echo 1408 > "$T/buffer_size_kb"
+	[ "$over" -eq 0 ]
+}
+
 bench_mem() {
-	local q=$1 s0 s1 ids
+	local q=$1 s0 s1 ids own traced=1
 	unload_sample
 	sync
 	echo 2 > /proc/sys/vm/drop_caches
 	sleep 1
 	s0=$(slab_bytes)
+	iwcm_trace_start || traced=0
 	if ! sample_load "$q"; then
+		[ $traced = 1 ] && iwcm_trace_stop >/dev/null
 		fail "mem${q}_bytes_per_id" "sample not connected ($(field host live)/$q live): $(tail -n1 "$IWCM_TMP/insmod.log")"
 		unload_sample
 		return
 	fi
 	sleep 1
-	s1=$(slab_bytes)
 	ids=$((2 * q + 1))
+	if [ $traced = 1 ] && own=$(iwcm_trace_stop); then
+		result "iwcm${q}_bytes_per_id" "$((own / ids))"
+	else
+		fail "iwcm${q}_bytes_per_id" "kmem trace unavailable or overrun"
+	fi
+	s1=$(slab_bytes)
 	result "mem${q}_bytes_per_id" "$(( (s1 - s0) / ids ))"
 	unload_sample
 }
