@@ -263,47 +263,65 @@ bench_hol() {
 # allocate a cm_id and its event slots that way (GFP_KERNEL, or GFP_ATOMIC
 # in the upcall).
 T=/sys/kernel/tracing
+# fn_range NAME...: "(call_site >= START && call_site < NEXT) || ..." for
+# each kernel text symbol NAME (NEXT: the next text symbol).
+fn_range() {
+	sort /proc/kallsyms | awk -v want=" $* " '$2 ~ /^[tT]$/ {
+		if (cur != "") { printf "%s(call_site >= 0x%s && call_site < 0x%s)", sep, a, $1; sep = " || "; cur = "" }
+		if (index(want, " " $3 " ")) { cur = $3; a = $1 } }'
+}
+trace_err=
 iwcm_trace_start() {
-	local lo hi
+	local lo hi kv_alloc kv_free
+	trace_err="no [iw_cm] text symbols in /proc/kallsyms"
 	# (Fixed-width hex: sorted as strings; bash arithmetic wraps like the
 	# kernel's unsigned addresses for the end.)
 	lo=$(awk '$4 == "[iw_cm]" && $2 ~ /^[tT]$/ { print $1 }' /proc/kallsyms | sort | head -n1)
 	hi=$(awk '$4 == "[iw_cm]" && $2 ~ /^[tT]$/ { print $1 }' /proc/kallsyms | sort | tail -n1)
-	[ -n "$lo" ] && [ "$lo" != 0000000000000000 ] && [ -d "$T/events/kmem/kmalloc" ] || return 1
+	[ -n "$lo" ] && [ "$lo" != 0000000000000000 ] || return 1
+	trace_err="no kmem trace events"
+	[ -d "$T/events/kmem/kmalloc" ] || return 1
 	lo=0x$lo
 	hi=0x$(printf '%x' $((0x$hi + 4096)))
 	# Rust's KVVec (the event slots) allocates through
-	# kvrealloc_node_align_noprof, which makes the kmalloc call itself:
-	# its range too (the sample ULP uses KVec only; nothing else of the
-	# stack calls kvrealloc).
-	local kv
-	kv=$(sort /proc/kallsyms | awk '$2 ~ /^[tT]$/ { if (f) { print a, $1; exit } if ($3 == "kvrealloc_node_align_noprof") { f = 1; a = $1 } }')
-	set -- $kv
-	[ $# -eq 2 ] || return 1
+	# kvrealloc_node_align_noprof, which makes the kmalloc call itself;
+	# Rust frees through krealloc_node_align_noprof (KBox, Arc) and kvfree
+	# (KVVec), which make the kfree call.  (The sample ULP uses KVec only;
+	# nothing else of the stack calls kvrealloc.)
+	kv_alloc=$(fn_range kvrealloc_node_align_noprof)
+	kv_free=$(fn_range kvrealloc_node_align_noprof krealloc_node_align_noprof kvfree)
+	trace_err="kvrealloc/krealloc/kvfree not found in /proc/kallsyms"
+	[ -n "$kv_alloc" ] && [ -n "$kv_free" ] || return 1
+	trace_err="cannot set the kmem event filters"
 	echo 0 > "$T/tracing_on"
 	echo > "$T/trace"
-	echo 32768 > "$T/buffer_size_kb"
-	echo "(call_site >= $lo && call_site < $hi) || (call_site >= 0x$1 && call_site < 0x$2)" \
-		> "$T/events/kmem/kmalloc/filter" || return 1
+	echo 16384 > "$T/buffer_size_kb"
+	echo "(call_site >= $lo && call_site < $hi) || $kv_alloc" > "$T/events/kmem/kmalloc/filter" || return 1
+	echo "(call_site >= $lo && call_site < $hi) || $kv_free" > "$T/events/kmem/kfree/filter" || return 1
 	echo 1 > "$T/events/kmem/kmalloc/enable"
 	echo 1 > "$T/events/kmem/kfree/enable"
 	echo 1 > "$T/tracing_on"
 }
-# iwcm_trace_stop: the live bytes (stdout); fails when the buffer overran.
+# iwcm_trace_stop: the live bytes in $trace_live; fails when the buffer
+# overran.
+trace_live=
 iwcm_trace_stop() {
 	local over
 	echo 0 > "$T/tracing_on"
 	echo 0 > "$T/events/kmem/kmalloc/enable"
 	echo 0 > "$T/events/kmem/kfree/enable"
 	echo 0 > "$T/events/kmem/kmalloc/filter"
+	echo 0 > "$T/events/kmem/kfree/filter"
 	over=$(cat "$T"/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
 	awk '/ kmalloc: / { p = ""; b = 0
 			for (i = 1; i <= NF; i++) { if ($i ~ /^ptr=/) p = substr($i, 5); if ($i ~ /^bytes_alloc=/) b = substr($i, 13) }
 			if (p != "") live[p] = b }
 	     / kfree: / { for (i = 1; i <= NF; i++) if ($i ~ /^ptr=/) delete live[substr($i, 5)] }
-	     END { for (p in live) s += live[p]; printf "%d\n", s }' "$T/trace"
+	     END { for (p in live) s += live[p]; printf "%d\n", s }' "$T/trace" >"$IWCM_TMP/live"
+	trace_live=$(cat "$IWCM_TMP/live")
 	echo > "$T/trace"
 	echo 1408 > "$T/buffer_size_kb"
+	trace_err="trace buffer overran ($over events lost)"
 	[ "$over" -eq 0 ]
 }
 
@@ -316,17 +334,17 @@ bench_mem() {
 	s0=$(slab_bytes)
 	iwcm_trace_start || traced=0
 	if ! sample_load "$q"; then
-		[ $traced = 1 ] && iwcm_trace_stop >/dev/null
+		[ $traced = 1 ] && iwcm_trace_stop
 		fail "mem${q}_bytes_per_id" "sample not connected ($(field host live)/$q live): $(tail -n1 "$IWCM_TMP/insmod.log")"
 		unload_sample
 		return
 	fi
 	sleep 1
 	ids=$((2 * q + 1))
-	if [ $traced = 1 ] && own=$(iwcm_trace_stop); then
-		result "iwcm${q}_bytes_per_id" "$((own / ids))"
+	if [ $traced = 1 ] && iwcm_trace_stop; then
+		result "iwcm${q}_bytes_per_id" "$((trace_live / ids))"
 	else
-		fail "iwcm${q}_bytes_per_id" "kmem trace unavailable or overrun"
+		fail "iwcm${q}_bytes_per_id" "kmem trace: $trace_err"
 	fi
 	s1=$(slab_bytes)
 	result "mem${q}_bytes_per_id" "$(( (s1 - s0) / ids ))"
