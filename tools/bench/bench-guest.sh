@@ -280,6 +280,7 @@ iwcm_trace_start() {
 	hi=$(awk '$4 == "[iw_cm]" && $2 ~ /^[tT]$/ { print $1 }' /proc/kallsyms | sort | tail -n1)
 	[ -n "$lo" ] && [ "$lo" != 0000000000000000 ] || return 1
 	trace_err="no kmem trace events"
+	[ -d "$T/events" ] || mount -t tracefs nodev "$T" 2>/dev/null
 	[ -d "$T/events/kmem/kmalloc" ] || return 1
 	lo=0x$lo
 	hi=0x$(printf '%x' $((0x$hi + 4096)))
