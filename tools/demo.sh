@@ -110,7 +110,11 @@ mkdir -p "$holdir"
 IWCM_RESULTS_DIR=$holdir tools/vm/run.sh --name head-of-line --timeout 600 -- \
 	env BENCH_ROUNDS=1 BENCH_SKIP="cmtime ucmatose teardown mem" \
 	"$top/tools/bench/bench-guest.sh" >"$holdir/vm.out" 2>&1 || rc_all=1
-hol() { awk -v i="$1" '$1 == "RESULT" && $2 == i && $4 == "hol_ms" { print $5 " ms"; f = 1 } END { if (!f) print "not measured" }' "$holdir/vm.out"; }
+hol() {	# hol IMPL: the delay, and the rping pair's time with and without the stall
+	awk -v i="$1" '$1 == "RESULT" && $2 == i { v[$4] = $5 }
+		END { if ("hol_ms" in v) printf "%s ms (rping pair %s ms during the stall, %s ms without)\n", v["hol_ms"], v["hol_rping_stalled_ms"], v["hol_rping_alone_ms"]
+		      else print "not measured" }' "$holdir/vm.out"
+}
 c_hol=$(hol c)
 rust_hol=$(hol rust)
 note "head-of-line (another id's connection behind a handler stalled 5 s): C $c_hol, Rust $rust_hol"

@@ -29,6 +29,7 @@
 #                         meanwhile an rping pair on another listener
 #                         connects and exchanges one message; the figure is
 #                         its wall time minus the same pair's without stall
+#                         (hol_rping_stalled_ms, hol_rping_alone_ms: both)
 #   mem<Q>_bytes_per_id   slab bytes in use (/proc/slabinfo, KASAN's
 #                         quarantine emptied first) added by the sample ULP
 #                         connected with Q queues per side (idle), per
@@ -36,10 +37,6 @@
 #                         everything but iw_cm is the same code in both
 #                         columns, so the difference is iw_cm's (kmemleak's
 #                         metadata, one object per allocation, included)
-#   iwcm<Q>_bytes_per_id  the same load, iw_cm's own share measured: live
-#                         bytes of the kmallocs whose call site is in
-#                         iw_cm.ko (kmem trace events, frees matched by
-#                         pointer), per cm_id
 #
 # Environment: BENCH_ROUNDS (5), BENCH_CMTIME ("10 100 500"),
 # BENCH_TEARDOWN ("8 32 64"), BENCH_MEM ("2 50 500" queues: 5, 101 and
@@ -248,106 +245,29 @@ bench_hol() {
 		fail hol_ms "rping during the stall failed"
 	else
 		result hol_ms "$(awk -v a="$base" -v b="$pair_s" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
+		result hol_rping_stalled_ms "$(awk -v b="$pair_s" 'BEGIN { printf "%.0f", b * 1000 }')"
+		result hol_rping_alone_ms "$(awk -v a="$base" 'BEGIN { printf "%.0f", a * 1000 }')"
 	fi
 	iwcm_stop_all
 	wait "$ins"
 	unload_sample
 }
 
-# iw_cm's own live heap bytes, from the kernel's kmem trace events: every
-# kmalloc whose call site lies in iw_cm.ko's text (/proc/kallsyms; the
-# Rust allocator's kmalloc calls are inlined there, iwcm.c's
-# kzalloc/kmalloc are its own) or in kvrealloc (below), minus those freed
-# again before the trace stops.  (Not counted: our table's vector, 8
-# bytes per cm_id, grown with kvmalloc.)  Both iw_cms
-# allocate a cm_id and its event slots that way (GFP_KERNEL, or GFP_ATOMIC
-# in the upcall).
-T=/sys/kernel/tracing
-# fn_range NAME...: "(call_site >= START && call_site < NEXT) || ..." for
-# each kernel text symbol NAME (NEXT: the next text symbol).
-fn_range() {
-	sort /proc/kallsyms | awk -v want=" $* " '$2 ~ /^[tT]$/ {
-		if (cur != "") { printf "%s(call_site >= 0x%s && call_site < 0x%s)", sep, a, $1; sep = " || "; cur = "" }
-		if (index(want, " " $3 " ")) { cur = $3; a = $1 } }'
-}
-trace_err=
-iwcm_trace_start() {
-	local lo hi kv_alloc kv_free
-	trace_err="no [iw_cm] text symbols in /proc/kallsyms"
-	# (Fixed-width hex: sorted as strings; bash arithmetic wraps like the
-	# kernel's unsigned addresses for the end.)
-	lo=$(awk '$4 == "[iw_cm]" && $2 ~ /^[tT]$/ { print $1 }' /proc/kallsyms | sort | head -n1)
-	hi=$(awk '$4 == "[iw_cm]" && $2 ~ /^[tT]$/ { print $1 }' /proc/kallsyms | sort | tail -n1)
-	[ -n "$lo" ] && [ "$lo" != 0000000000000000 ] || return 1
-	trace_err="no kmem trace events"
-	[ -d "$T/events" ] || mount -t tracefs nodev "$T" 2>/dev/null
-	[ -d "$T/events/kmem/kmalloc" ] || return 1
-	lo=0x$lo
-	hi=0x$(printf '%x' $((0x$hi + 4096)))
-	# Rust's KVVec (the event slots) allocates through
-	# kvrealloc_node_align_noprof, which makes the kmalloc call itself;
-	# Rust frees through krealloc_node_align_noprof (KBox, Arc) and kvfree
-	# (KVVec), which make the kfree call.  (The sample ULP uses KVec only;
-	# nothing else of the stack calls kvrealloc.)
-	kv_alloc=$(fn_range kvrealloc_node_align_noprof)
-	kv_free=$(fn_range kvrealloc_node_align_noprof krealloc_node_align_noprof kvfree)
-	trace_err="kvrealloc/krealloc/kvfree not found in /proc/kallsyms"
-	[ -n "$kv_alloc" ] && [ -n "$kv_free" ] || return 1
-	trace_err="cannot set the kmem event filters"
-	echo 0 > "$T/tracing_on"
-	echo > "$T/trace"
-	echo 16384 > "$T/buffer_size_kb"
-	echo "(call_site >= $lo && call_site < $hi) || $kv_alloc" > "$T/events/kmem/kmalloc/filter" || return 1
-	echo "(call_site >= $lo && call_site < $hi) || $kv_free" > "$T/events/kmem/kfree/filter" || return 1
-	echo 1 > "$T/events/kmem/kmalloc/enable"
-	echo 1 > "$T/events/kmem/kfree/enable"
-	echo 1 > "$T/tracing_on"
-}
-# iwcm_trace_stop: the live bytes in $trace_live; fails when the buffer
-# overran.
-trace_live=
-iwcm_trace_stop() {
-	local over
-	echo 0 > "$T/tracing_on"
-	echo 0 > "$T/events/kmem/kmalloc/enable"
-	echo 0 > "$T/events/kmem/kfree/enable"
-	echo 0 > "$T/events/kmem/kmalloc/filter"
-	echo 0 > "$T/events/kmem/kfree/filter"
-	over=$(cat "$T"/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
-	awk '/ kmalloc: / { p = ""; b = 0
-			for (i = 1; i <= NF; i++) { if ($i ~ /^ptr=/) p = substr($i, 5); if ($i ~ /^bytes_alloc=/) b = substr($i, 13) }
-			if (p != "") live[p] = b }
-	     / kfree: / { for (i = 1; i <= NF; i++) if ($i ~ /^ptr=/) delete live[substr($i, 5)] }
-	     END { for (p in live) s += live[p]; printf "%d\n", s }' "$T/trace" >"$IWCM_TMP/live"
-	trace_live=$(cat "$IWCM_TMP/live")
-	echo > "$T/trace"
-	echo 1408 > "$T/buffer_size_kb"
-	trace_err="trace buffer overran ($over events lost)"
-	[ "$over" -eq 0 ]
-}
-
 bench_mem() {
-	local q=$1 s0 s1 ids own traced=1
+	local q=$1 s0 s1 ids
 	unload_sample
 	sync
 	echo 2 > /proc/sys/vm/drop_caches
 	sleep 1
 	s0=$(slab_bytes)
-	iwcm_trace_start || traced=0
 	if ! sample_load "$q"; then
-		[ $traced = 1 ] && iwcm_trace_stop
 		fail "mem${q}_bytes_per_id" "sample not connected ($(field host live)/$q live): $(tail -n1 "$IWCM_TMP/insmod.log")"
 		unload_sample
 		return
 	fi
 	sleep 1
-	ids=$((2 * q + 1))
-	if [ $traced = 1 ] && iwcm_trace_stop; then
-		result "iwcm${q}_bytes_per_id" "$((trace_live / ids))"
-	else
-		fail "iwcm${q}_bytes_per_id" "kmem trace: $trace_err"
-	fi
 	s1=$(slab_bytes)
+	ids=$((2 * q + 1))
 	result "mem${q}_bytes_per_id" "$(( (s1 - s0) / ids ))"
 	unload_sample
 }

@@ -34,12 +34,11 @@ ORDER = [
     ("teardown32_s", "rdma link delete, sample ULP 32 queues", "s"),
     ("teardown64_s", "rdma link delete, sample ULP 64 queues", "s"),
     ("hol_ms", "head-of-line: other ids' delay behind a 5 s handler", "ms"),
+    ("hol_rping_stalled_ms", "head-of-line: rping pair during the stall", "ms"),
+    ("hol_rping_alone_ms", "head-of-line: rping pair without stall", "ms"),
     ("mem2_bytes_per_id", "slab bytes per cm_id, 5 cm_ids", "B"),
     ("mem50_bytes_per_id", "slab bytes per cm_id, 101 cm_ids", "B"),
     ("mem500_bytes_per_id", "slab bytes per cm_id, 1001 cm_ids", "B"),
-    ("iwcm2_bytes_per_id", "iw_cm's own heap bytes per cm_id, 5 cm_ids", "B"),
-    ("iwcm50_bytes_per_id", "iw_cm's own heap bytes per cm_id, 101 cm_ids", "B"),
-    ("iwcm500_bytes_per_id", "iw_cm's own heap bytes per cm_id, 1001 cm_ids", "B"),
 ]
 LABEL = {m: (label, unit) for m, label, unit in ORDER}
 
@@ -108,9 +107,7 @@ def main():
               " empties KASAN's quarantine) before and after the sample ULP connected"
               " Q queues on each side, divided by the 2Q + 1 cm_ids it holds; everything"
               " but iw_cm.ko is the same in both columns, so the difference per cm_id is"
-              " iw_cm's (with kmemleak's metadata: one object per allocation). iw_cm's own heap"
-              " bytes: the live kmallocs whose call site is in iw_cm.ko during the same load"
-              " (kmem trace events, frees matched by pointer).",
+              " iw_cm's (with kmemleak's metadata: one object per allocation).",
               ""]
     plots = draw(d, rows)
     if plots:
@@ -181,11 +178,11 @@ def draw(d, rows):
         out += [s] if s else []
     data = ""
     for q in (2, 50, 500):
-        mc, mr, _ = by.get("iwcm%d_bytes_per_id" % q, (None, None, None))
+        mc, mr, _ = by.get("mem%d_bytes_per_id" % q, (None, None, None))
         if mc is not None and mr is not None:
             data += "%d\t%.0f\t%.0f\n" % (2 * q + 1, mc, mr)
     if data:
-        s = gnuplot(d, "memory", "set title 'iw_cm heap bytes per cm_id (sample ULP connected, idle)'\n"
+        s = gnuplot(d, "memory", "set title 'Slab bytes per cm_id (sample ULP connected, idle)'\n"
                     "set xlabel 'cm_ids'\nset ylabel 'bytes'\nset logscale x 10\nset key right\n"
                     "set yrange [0:*]\n"
                     "plot DATA using 1:2 with linespoints title 'C iw_cm', "
