@@ -30,6 +30,7 @@ ORDER = [
     ("cmtime500_destroy_us", "cmtime -c 500: destroy", "us/conn"),
     ("cmtime500_wall_s", "cmtime -c 500: client wall time", "s"),
     ("ucmatose200_s", "ucmatose -c 200 (concurrent connects)", "s"),
+    ("ib_send_lat_s", "ib_send_lat -R -n 200, client 3 s after the server", "s"),
     ("teardown8_s", "rdma link delete, sample ULP 8 queues", "s"),
     ("teardown32_s", "rdma link delete, sample ULP 32 queues", "s"),
     ("teardown64_s", "rdma link delete, sample ULP 64 queues", "s"),
