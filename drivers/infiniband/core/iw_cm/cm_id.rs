@@ -38,7 +38,8 @@
 //!
 //! `table::REGISTRY` (a `SpinLockIrq`) comes first: a table reader holds
 //! it while it takes each cm_id's `inner` in turn, and a cm_id's
-//! destructor and `CmId::new` take it alone.  Below it,
+//! destructor, `CmId::new` and the delivery of a CONNECT_REQUEST (which
+//! enters the child) take it alone.  Below it,
 //! `CmId::inner` (a `SpinLockIrq`) is the per-cm_id lock.  It is
 //! taken inside whatever locks the provider holds when it calls
 //! `event_handler`, `add_ref` or `rem_ref` (siw may call from softirq

@@ -27,8 +27,10 @@ pub(super) struct Event {
     /// A CONNECT_REQUEST's child cm_id, allocated in the upcall
     /// ([`CmId::new_child`]): delivered to the ULP with the request, or,
     /// when nobody will see the request, the cm_id that rejects it.  An
-    /// `Event` is dropped outside every cm_id's lock (the child's
-    /// destructor takes the table's lock, which comes first).
+    /// `Event` with a child must be dropped outside every cm_id's lock
+    /// (the child's destructor takes the table's lock, which comes first):
+    /// the delivery's match arms that drop an event under the lock never
+    /// see a CONNECT_REQUEST (`state::step`).
     pub(super) child: Option<Arc<CmId>>,
 }
 

@@ -5,7 +5,10 @@
 //! sees hung-task reports and has to read stacks to learn which ULP handler
 //! holds everything up.
 //!
-//! Every cm_id is on [`REGISTRY`] from its creation to its destructor.  A
+//! Every cm_id is on [`REGISTRY`] from its creation (a CONNECT_REQUEST's
+//! child: from its request's delivery; it is allocated in the upcall,
+//! where the table cannot grow, and counted in `iw_cm/count` from then) to
+//! its destructor.  A
 //! reader (the debugfs file, the stuck-handler watch) copies each entry's
 //! [`Row`] under the registry lock and formats the copies after the unlock;
 //! it never keeps a pointer to a cm_id beyond the lock.
