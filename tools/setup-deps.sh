@@ -32,6 +32,19 @@ if stamp_ok; then
 	exit 0
 fi
 
+# One set-up at a time (two make targets started together would otherwise
+# run apt-get and `cargo install` side by side); the second re-checks.
+mkdir -p "$HOME/.cache/iwcm"
+exec 8>"$HOME/.cache/iwcm/setup-deps.lock"
+if ! flock -n 8; then
+	echo "setup-deps: another set-up is running; waiting for it"
+	flock 8
+fi
+if stamp_ok; then
+	echo "setup-deps: all dependencies present"
+	exit 0
+fi
+
 # The newer suite that carries linux-source-7.3, on the mirror this machine
 # already uses.  Default release stays bookworm so nothing else upgrades.
 mirror=$(grep -hoE '^(URIs:|deb) +[a-z]+://[^ ]+/debian/?( |$)' \

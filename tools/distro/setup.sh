@@ -20,7 +20,10 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 # The packages the build tree and the module builds need in the chroot.
-chroot_pkgs="gcc-14 make bc flex bison libelf-dev libssl-dev dwarves kmod cpio patch
+# openssl: certs/Kconfig's OPENSSL_SUPPORTS_ML_DSA runs `openssl list
+# -key-managers`; without the command olddefconfig drops that line of
+# Debian's .config (minbase brings no openssl).
+chroot_pkgs="gcc-14 make bc flex bison libelf-dev libssl-dev openssl dwarves kmod cpio patch
 	rustc rust-src bindgen libclang-dev python3 xz-utils zstd"
 want_rustc="rustc 1.85.1"
 distro_check_versions || exit 1
@@ -28,7 +31,8 @@ mkdir -p "$DISTRO_DIR"
 
 # ---- 1. the trixie root
 if [ ! -x "$DISTRO_ROOT/usr/bin/rustc" ] || [ ! -x "$DISTRO_ROOT/usr/bin/bindgen" ] ||
-   [ ! -x "$DISTRO_ROOT/usr/bin/patch" ] || [ ! -x "$DISTRO_ROOT/usr/bin/zstd" ]; then
+   [ ! -x "$DISTRO_ROOT/usr/bin/patch" ] || [ ! -x "$DISTRO_ROOT/usr/bin/zstd" ] ||
+   [ ! -x "$DISTRO_ROOT/usr/bin/openssl" ]; then
 	command -v debootstrap >/dev/null || $SUDO apt-get install -y -q --no-install-recommends debootstrap
 	mirror=$(grep -hoE '^(URIs:|deb) +[a-z]+://[^ ]+/debian/?( |$)' \
 		/etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
