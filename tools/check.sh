@@ -17,7 +17,9 @@
 #      negative tests (a kernel WARNING and a KASAN report -- lkdtm, one
 #      boot -- must each fail the run, a command that never ends must be
 #      reported as a hang, 124); the iw_cm selftests with the stock C
-#      iw_cm (CI: the IWCM_CHECK_C_TESTS subset); with ours (only when
+#      iw_cm (CI: the IWCM_CHECK_C_TESTS subset); the port mapper tests
+#      with iwcm.c built with the port mapper client fixed
+#      (tools/testing/iw_cm_c/); with ours (only when
 #      drivers/infiniband/core/iw_cm/iw_cm.ko exists) the selftest
 #      collection, the KUnit suite with the nvme-rdma unplug, the fault
 #      storm and iwpmd, the sample ULP's in-handler removal, and the
@@ -380,6 +382,14 @@ job_nvme_unplug_c() {
 	# verify, then rdma link delete) with the C iw_cm too.
 	suite c nvme-unplug-c "nvme_unplug.sh"
 }
+job_iwpm_c() {
+	# The port mapper tests with iwcm.c (iwpmd killed mid-burst and
+	# restarted; requests freed once answered): the kernel's port mapper
+	# client oopses on a quick registration answer, so the C iw_cm here is
+	# iwcm.c built with the client fixed as in ours
+	# (tools/testing/iw_cm_c/), in place of the kernel's.
+	IWCM_C_IWCM=iwpm-fixed suite c iwpm-c "iwpmd.sh iwpm_requests.sh"
+}
 job_suite_rust() { suite rust; }
 job_suite_rust_ci() { suite rust suite-rust-ci "$rust_ci_tests"; }
 job_suite_rust_a() { suite rust suite-rust-a "$rust_tests_a"; }
@@ -395,7 +405,7 @@ job_kunit_rust() {
 	# once answered (iw_cm unloaded, kmemleak scanned).  Two vCPUs
 	# whatever the lanes use.
 	IWCM_VM_SMP=${IWCM_CHECK_KUNIT_SMP:-2} IWCM_KUNIT_PARAMS=stress_lifecycles=75000 \
-		suite rust kunit-nvme-fault-iwpm-rust "kunit.sh nvme_unplug.sh fault_storm.sh iwpm_requests.sh${iwpmd_rust}"
+		suite rust kunit-nvme-fault-iwpm-rust "kunit.sh nvme_unplug.sh fault_storm.sh iwpmd.sh iwpm_requests.sh"
 }
 job_sample_unplug_rust() {
 	# The sample ULP's in-handler removal (own queue first: the variant
@@ -409,9 +419,6 @@ job_hostile_upstream_rust() {
 	# BH-unsafe sk_callback_lock primes lockdep against later tests.
 	suite rust hostile-upstream-rust "hostile_peer_upstream.sh"
 }
-# iwpmd killed mid-burst (iwpmd.sh) with ours: make check-all.
-iwpmd_rust=
-[ $all -eq 1 ] && iwpmd_rust=" iwpmd.sh"
 job_gid_race() {
 	# rdma_cm's GID attribute race under unplug (tools/testing/rdma_cm/
 	# 0001), its window widened: the kernel's order must oops in
@@ -486,6 +493,7 @@ if [ $all -eq 1 ]; then
 else
 	jobs+=(suite_c_ci)
 fi
+jobs+=(iwpm_c)
 if [ $have_rust -eq 1 ]; then
 	jobs+=(kunit_rust hostile_upstream_rust sample_unplug_rust)
 	[ $all -eq 1 ] && jobs+=(soak_rust gid_race)

@@ -37,21 +37,29 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /mnt/results
 # The test kernel's modules appear at /usr/lib/modules/<release> (an overlay
 # over the host's /usr/lib, which has none).
 # With a test rdma_cm.ko in the results share (run.sh: the kernel's
-# rdma_cm plus tools/testing/rdma_cm/*.patch), the overlay gets a tmpfs
-# upper layer and that module takes the in-tree one's place, so that every
-# modprobe (rdma_ucm's, nvme-rdma's, the tests') loads it.
-if [ -f /mnt/results/rdma_cm.ko ]; then
+# rdma_cm plus tools/testing/rdma_cm/*.patch), or a C iw_cm.ko (run.sh
+# IWCM_C_IWCM=iwpm-fixed: tools/testing/iw_cm_c/), the overlay gets a tmpfs
+# upper layer and each such module takes the in-tree one's place, so that
+# every modprobe (rdma_ucm's, nvme-rdma's, the tests') loads it.
+if [ -f /mnt/results/rdma_cm.ko ] || [ -f /mnt/results/iw_cm.ko ]; then
 	mkdir -p /mnt/lib-upper /mnt/lib-work
 	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib,upperdir=/mnt/lib-upper,workdir=/mnt/lib-work /usr/lib
-	cm=/usr/lib/modules/$(uname -r)/kernel/drivers/infiniband/core/rdma_cm.ko
-	# (run.sh fails the run unless this says "replaced".)
-	if [ -f "$cm" ] && cp /mnt/results/rdma_cm.ko "$cm"; then
-		echo replaced > /mnt/results/rdma_cm-status
-		echo "VM: rdma_cm: the test rdma_cm (tools/testing/rdma_cm/) in place of the kernel's"
-	else
-		echo "no uncompressed $cm to replace" > /mnt/results/rdma_cm-status
-		echo "VM: rdma_cm: cannot replace the kernel's $cm (not a module, or compressed)"
-	fi
+	for m in rdma_cm iw_cm; do
+		[ -f /mnt/results/$m.ko ] || continue
+		case $m in
+		rdma_cm) what="the test rdma_cm (tools/testing/rdma_cm/)" ;;
+		iw_cm) what="the C iw_cm with the port mapper client fixed (tools/testing/iw_cm_c/)" ;;
+		esac
+		cm=/usr/lib/modules/$(uname -r)/kernel/drivers/infiniband/core/$m.ko
+		# (run.sh fails the run unless this says "replaced".)
+		if [ -f "$cm" ] && cp /mnt/results/$m.ko "$cm"; then
+			echo replaced > /mnt/results/$m-status
+			echo "VM: $m: $what in place of the kernel's"
+		else
+			echo "no uncompressed $cm to replace" > /mnt/results/$m-status
+			echo "VM: $m: cannot replace the kernel's $cm (not a module, or compressed)"
+		fi
+	done
 else
 	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib /usr/lib
 fi

@@ -18,6 +18,9 @@
 # IWCM_ACCEL=tcg|kvm to skip the KVM probe, IWCM_RESULTS_DIR,
 # IWCM_RDMA_CM=patched|stock and IWCM_RDMA_CM_KO (which rdma_cm.ko the guest
 # loads; default the test rdma_cm of tools/testing/rdma_cm/),
+# IWCM_C_IWCM=stock|iwpm-fixed (the C iw_cm the guest's modprobe loads:
+# the kernel's, or tools/testing/iw_cm_c/'s iwcm.c with the port mapper
+# client fixed, put in its place; forwarded to the tests),
 # IWCM_VM_SMP (vCPUs, default 2), IWCM_VM_LOCK (lock file that serialises VM runs; default
 # $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
 # Another kernel than the test kernel (tools/distro/vm-test.sh: Debian's):
@@ -66,7 +69,7 @@ printf '%s\n' "$@" > "$res/argv"
 	echo "set -o pipefail"
 	# The guest's HOME is /tmp: hand over where the kernel cache and the
 	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_IMPL IWCM_C_IWCM IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
 		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf '%q ' "$@"; echo
@@ -96,6 +99,23 @@ patched)
 *) echo "VM: IWCM_RDMA_CM must be patched or stock, not '$IWCM_RDMA_CM'" >&2; exit 2 ;;
 esac
 [ -z "$rdma_cm_ko" ] || cp "$rdma_cm_ko" "$res/rdma_cm.ko"
+# The C iw_cm: the kernel's, or iwcm.c with the port mapper client fixed
+# (tools/testing/iw_cm_c/), put in place of the kernel's iw_cm.ko.
+c_iwcm_ko=
+case "${IWCM_C_IWCM:-stock}" in
+stock) ;;
+iwpm-fixed)
+	c_iwcm_ko=$IWCM_TOP/tools/testing/iw_cm_c/build/iw_cm.ko
+	mkdir -p "$IWCM_CACHE"
+	if ! flock "$IWCM_CACHE/iw_cm_c-build.lock" \
+		"$IWCM_TOP/tools/testing/iw_cm_c/build.sh" > "$res/iw_cm_c-build.log" 2>&1; then
+		tail -n 20 "$res/iw_cm_c-build.log" >&2
+		echo "VM: C iw_cm build failed (tools/testing/iw_cm_c/build.sh)" >&2
+		exit 2
+	fi
+	cp "$c_iwcm_ko" "$res/iw_cm.ko" ;;
+*) echo "VM: IWCM_C_IWCM must be stock or iwpm-fixed, not '$IWCM_C_IWCM'" >&2; exit 2 ;;
+esac
 # The selftests, built (the C tool, gcc: seconds here, most of a minute
 # under TCG) and installed in the kselftest layout here, into the results
 # share: guest-tests.sh copies that instead of running make in the guest
@@ -213,6 +233,10 @@ fi
 # (guest-init.sh), or the run tested the kernel's.
 if [ -n "$rdma_cm_ko" ] && [ "$(cat "$res/rdma_cm-status" 2>/dev/null)" != replaced ]; then
 	echo "VM: the test rdma_cm was not put in place of the kernel's ($(cat "$res/rdma_cm-status" 2>/dev/null || echo "no status from the guest")): run fails"
+	[ "$status" -ne 0 ] || status=1
+fi
+if [ -n "$c_iwcm_ko" ] && [ "$(cat "$res/iw_cm-status" 2>/dev/null)" != replaced ]; then
+	echo "VM: the C iw_cm with the port mapper client fixed was not put in place of the kernel's ($(cat "$res/iw_cm-status" 2>/dev/null || echo "no status from the guest")): run fails"
 	[ "$status" -ne 0 ] || status=1
 fi
 if ! python3 "$here/splat-check.py" $allow "$res/console.log"; then

@@ -161,6 +161,8 @@ macro_rules! provider_fault {
 mod delivery;
 mod event;
 mod portmap;
+#[cfg(CONFIG_KUNIT)]
+pub(crate) use portmap::adopted_mapping;
 pub(crate) mod table;
 mod trace;
 mod upcall;

@@ -1813,24 +1813,37 @@ mod tests {
         LISTENER.store(l, SeqCst);
         MODE.store(MODE_DESTROY_LISTENER_IN_REQ_NO_MEM, SeqCst);
         assert_eq!(upcall(l, EV_REQ, 0), 0);
-        for token in [0x2000usize, 0x3000] {
+        // The first request's handler runs (its slot is free again).
+        assert!(wait_until(|| NEVENTS.load(SeqCst) >= 1));
+        for token in [0x2000usize, 0x3000, 0x4000, 0x8000] {
             let mut ev = wire_event(EV_REQ, 0);
             ev.provider_data = token as *mut c_void;
             assert_eq!(upcall_ev(l, ev), 0);
         }
+        // The backlog's 4 slots are full: a further request is refused
+        // before its child is allocated (the armed fault point is not
+        // reached; before, each refused request cost a GFP_ATOMIC cm_id).
+        let live = iface::live();
+        set_fail_nth(1);
+        let r = upcall(l, EV_REQ, 0);
+        let left = fail_nth();
+        set_fail_nth(0);
+        assert_eq!(r, ENOMEM.to_errno());
+        assert_eq!(left, 1);
+        assert_eq!(iface::live(), live);
         // The first request's handler destroys the listener now, with its
-        // first fault point armed: both queued requests still go back.
+        // first fault point armed: the four queued requests still go back.
         RELEASE.store(true, SeqCst);
         assert!(wait_until(|| UNLISTENS.load(SeqCst) == 1));
-        assert!(wait_until(|| REJECTS.load(SeqCst) == 2));
-        assert_eq!(REJECTED_TOKENS.load(SeqCst), 0x5000);
+        assert!(wait_until(|| REJECTS.load(SeqCst) == 4));
+        assert_eq!(REJECTED_TOKENS.load(SeqCst), 0xf000);
         assert!(wait_until(|| FAIL_NTH_LEFT.load(SeqCst) != 0));
         assert_eq!(FAIL_NTH_LEFT.load(SeqCst), 1);
         assert_eq!(NCHILDREN.load(SeqCst), 1);
         let child = CHILD.load(SeqCst);
         // SAFETY: the child is the test's since its CONNECT_REQUEST.
         unsafe { bindings::iw_destroy_cm_id(child) };
-        assert_eq!(REJECTS.load(SeqCst), 3);
+        assert_eq!(REJECTS.load(SeqCst), 5);
         assert!(wait_live(base));
         Ok(())
     }
@@ -1860,6 +1873,46 @@ mod tests {
         unsafe { bindings::iw_destroy_cm_id(id) };
         assert!(wait_live(base));
         assert_eq!(QP_REFS.load(SeqCst), 0);
+        Ok(())
+    }
+
+    /// The port mapper's answer is adopted only when its addresses are of
+    /// the cm_id's own family (issue 12 item 6): iwpm_add_mapping() and
+    /// iwpm_add_and_query_mapping() return 0 without filling the answer in
+    /// when iwpmd went away between iw_cm's pid check and the request.  A
+    /// zeroed (family 0) or IPv6 answer for an IPv4 cm_id is not adopted,
+    /// on either side; a well-formed one is, with a wildcard remote
+    /// answer's IP replaced by the cm_id's own (iw_cm_check_wildcard).
+    #[test]
+    fn port_mapper_answer_of_another_family_is_not_adopted() -> Result {
+        use crate::iface::adopted_mapping;
+        let (local, remote) = (ipv4(ULP_LOCAL), ipv4(ULP_REMOTE));
+        let zeroed = SockAddr::default();
+        let mut v6 = SockAddr::default();
+        set_family(&mut v6, bindings::AF_INET6 as u16);
+        let m_local = ipv4(([198, 51, 100, 1], 40000));
+        let m_remote = ipv4(([198, 51, 100, 2], 41000));
+        for active in [false, true] {
+            // Nothing filled in: the iwpmd-killed race.
+            assert!(adopted_mapping(&local, &remote, &zeroed, &zeroed, active).is_none());
+            // A local answer of another family.
+            assert!(adopted_mapping(&local, &remote, &v6, &m_remote, active).is_none());
+        }
+        // A connect's query with a remote answer of another family.
+        assert!(adopted_mapping(&local, &remote, &m_local, &zeroed, true).is_none());
+        assert!(adopted_mapping(&local, &remote, &m_local, &v6, true).is_none());
+        // A listener's request: the remote answer is not used.
+        let (l, r) = adopted_mapping(&local, &remote, &m_local, &zeroed, false).ok_or(EINVAL)?;
+        assert_eq!(ipv4_of(&l), inet(([198, 51, 100, 1], 40000)));
+        assert_eq!(ipv4_of(&r), inet(ULP_REMOTE));
+        // A connect's query.
+        let (l, r) = adopted_mapping(&local, &remote, &m_local, &m_remote, true).ok_or(EINVAL)?;
+        assert_eq!(ipv4_of(&l), inet(([198, 51, 100, 1], 40000)));
+        assert_eq!(ipv4_of(&r), inet(([198, 51, 100, 2], 41000)));
+        // A wildcard remote answer keeps the mapped port, takes the peer's IP.
+        let wild = ipv4(([0, 0, 0, 0], 41000));
+        let (_, r) = adopted_mapping(&local, &remote, &m_local, &wild, true).ok_or(EINVAL)?;
+        assert_eq!(ipv4_of(&r), inet((ULP_REMOTE.0, 41000)));
         Ok(())
     }
 

@@ -8,7 +8,7 @@
 //! alone runs no test, prints nothing and registers nothing.
 //!
 //! The suite reaches the code under test through the nine exported
-//! functions of include/rdma/iw_cm.h and these five.
+//! functions of include/rdma/iw_cm.h and these six.
 
 use crate::bindings;
 use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
@@ -121,5 +121,50 @@ impl core::fmt::Write for LineBuf<'_> {
         self.out[self.n..self.n + s.len()].copy_from_slice(s.as_bytes());
         self.n += s.len();
         Ok(())
+    }
+}
+
+/// Which mapped addresses a cm_id takes from a port mapper answer
+/// (`m_local`, `m_remote`) to its request for (`local`, `remote`), an
+/// active cm_id's (`active`) or a listener's (cm_id/portmap.rs
+/// `adopted_mapping`): true with them written to `out_local` and
+/// `out_remote`, or false when the answer is not adopted (an address of
+/// another family).  Pure; any context.
+///
+/// # Safety
+///
+/// The four input pointers are valid for reads of a `sockaddr_storage`,
+/// the two output pointers for writes of one.
+#[no_mangle]
+pub unsafe extern "C" fn iwcm_kunit_adopted_mapping(
+    local: *const bindings::__kernel_sockaddr_storage,
+    remote: *const bindings::__kernel_sockaddr_storage,
+    m_local: *const bindings::__kernel_sockaddr_storage,
+    m_remote: *const bindings::__kernel_sockaddr_storage,
+    active: bool,
+    out_local: *mut bindings::__kernel_sockaddr_storage,
+    out_remote: *mut bindings::__kernel_sockaddr_storage,
+) -> bool {
+    // SAFETY: valid for reads (caller).
+    let (local, remote, m) = unsafe {
+        (
+            &*local,
+            &*remote,
+            crate::rdma::iwpm::Mapped {
+                local: *m_local,
+                remote: *m_remote,
+            },
+        )
+    };
+    match crate::cm_id::adopted_mapping(local, remote, &m, active) {
+        Some((l, r)) => {
+            // SAFETY: valid for writes (caller).
+            unsafe {
+                out_local.write(l);
+                out_remote.write(r);
+            }
+            true
+        }
+        None => false,
     }
 }

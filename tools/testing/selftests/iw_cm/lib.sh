@@ -6,7 +6,9 @@
 # with.
 #
 # Environment:
-#   IWCM_IMPL     c (default): the stock iw_cm (modprobe iw_cm)
+#   IWCM_IMPL     c (default): the C iw_cm (modprobe iw_cm: the kernel's,
+#                 or with IWCM_C_IWCM=iwpm-fixed the VM's replacement,
+#                 tools/testing/iw_cm_c/)
 #                 rust: our module, insmod $IWCM_TOP/drivers/infiniband/core/iw_cm/iw_cm.ko
 #   IWCM_TOP      repository root (default: four levels above this file)
 #   IWCM_ADDR     IPv4 address of the siw netdev (default 192.168.77.1)
@@ -243,11 +245,19 @@ iwcm_check() {
 
 # ------------------------------------------------------------------ iw_cm
 
-# Which iw_cm is loaded: "rust" (out-of-tree: taint O), "c", or "none".
+# Which iw_cm is loaded: "rust", "c", or "none".  Ours has the parameter
+# stuck_handler_ms; the C iw_cm (the kernel's, built in or a module, or
+# tools/testing/iw_cm_c/'s out-of-tree build of iwcm.c) has no parameter.
 iwcm_loaded_impl() {
 	[ -d /sys/module/iw_cm ] || { echo none; return; }
-	[ -r /sys/module/iw_cm/initstate ] || { echo c; return; }
-	if grep -q O /sys/module/iw_cm/taint 2>/dev/null; then echo rust; else echo c; fi
+	if [ -e /sys/module/iw_cm/parameters/stuck_handler_ms ]; then echo rust; else echo c; fi
+}
+
+# iwcm_c_iwpm_fixed: whether the C iw_cm under test is iwcm.c with the port
+# mapper client fixed (tools/vm/run.sh IWCM_C_IWCM=iwpm-fixed, which fails
+# the run unless the guest put it in place of the kernel's).
+iwcm_c_iwpm_fixed() {
+	[ "${IWCM_C_IWCM:-stock}" = iwpm-fixed ]
 }
 
 # iwcm_load_deps KO: modprobe the dependencies of an out-of-tree module

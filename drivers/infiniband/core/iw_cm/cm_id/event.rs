@@ -98,6 +98,11 @@ impl EventRing {
         }
     }
 
+    /// Whether the ring has slots and every one of them holds an event.
+    pub(super) fn is_full(&self) -> bool {
+        !self.slots.is_empty() && self.len == self.slots.len()
+    }
+
     /// Moves `*ev` into the ring; leaves it in place (to be freed by the
     /// caller, outside the lock) and returns false when the ring is full.
     pub(super) fn push(&mut self, ev: &mut Option<Event>) -> bool {

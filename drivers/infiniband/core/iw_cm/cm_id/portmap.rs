@@ -6,6 +6,38 @@
 use super::*;
 use crate::rdma::iwpm;
 
+/// The mapped addresses a cm_id takes from the port mapper's answer `m` to
+/// its request for (`local`, `remote`) (iwcm.c `iw_cm_map`): the answer's
+/// local address, and for a query (`active`, a connect) the answer's
+/// remote address, its IP replaced by the cm_id's own when the port mapper
+/// answered a wildcard (`iw_cm_check_wildcard`); a listener keeps its own
+/// remote address.
+///
+/// `None` when an address the cm_id would take is of another family than
+/// the cm_id's own: the port mapper can answer 0 without filling the
+/// mapped addresses in (iwpmd gone between the pid check and the request,
+/// iwpm_msg.c), and then the cm_id keeps its own addresses, as without a
+/// port mapper.  iwcm.c adopts such an answer, and the provider then fails
+/// with "Invalid sockaddr family".  Pure; any context.
+pub(crate) fn adopted_mapping(
+    local: &iwpm::SockAddr,
+    remote: &iwpm::SockAddr,
+    m: &iwpm::Mapped,
+    active: bool,
+) -> Option<(iwpm::SockAddr, iwpm::SockAddr)> {
+    if sockaddr::family(&m.local) != sockaddr::family(local)
+        || (active && sockaddr::family(&m.remote) != sockaddr::family(remote))
+    {
+        return None;
+    }
+    let mut m_remote = *remote;
+    if active {
+        m_remote = m.remote;
+        sockaddr::check_wildcard(&m.remote, remote, &mut m_remote);
+    }
+    Some((m.local, m_remote))
+}
+
 impl CmId {
     // ---- port mapper (iwpm) ----------------------------------------------
 
@@ -29,32 +61,21 @@ impl CmId {
         // SAFETY: as above.
         unsafe { self.raw.set_mapped() };
         let flags = iwpm::MapFlags::for_driver_flags(self.dev.driver_flags());
-        // The port mapper can answer 0 without filling the mapped
-        // addresses in (iwpmd gone between the pid check and the
-        // request): a mapped address of another family than the cm_id's
-        // own is not adopted; the id keeps its own addresses, as without
-        // a port mapper.  (iwcm.c adopts it, and the provider then fails
-        // with "Invalid sockaddr family".)
         if let Ok(m) = iwpm::add_mapping(&local, &remote, flags, active) {
-            let same_family = sockaddr::family(&m.local) == sockaddr::family(&local)
-                && (!active || sockaddr::family(&m.remote) == sockaddr::family(&remote));
-            static FAMILY_NOTED: AtomicBool = AtomicBool::new(false);
-            if !same_family && !FAMILY_NOTED.swap(true, Ordering::Relaxed) {
-                pr_info!(
-                    "port mapper answered with an address of another family ({} / {} for {}): mapping not used (said once)\n",
-                    sockaddr::family(&m.local),
-                    sockaddr::family(&m.remote),
-                    sockaddr::family(&local)
-                );
-            }
-            if same_family {
-                let mut m_remote = remote;
-                if active {
-                    m_remote = m.remote;
-                    sockaddr::check_wildcard(&m.remote, &remote, &mut m_remote);
-                }
+            match adopted_mapping(&local, &remote, &m, active) {
                 // SAFETY: as above.
-                unsafe { self.raw.set_mapped_addrs(m.local, m_remote) };
+                Some((m_local, m_remote)) => unsafe { self.raw.set_mapped_addrs(m_local, m_remote) },
+                None => {
+                    static FAMILY_NOTED: AtomicBool = AtomicBool::new(false);
+                    if !FAMILY_NOTED.swap(true, Ordering::Relaxed) {
+                        pr_info!(
+                            "port mapper answered with an address of another family ({} / {} for {}): mapping not used (said once)\n",
+                            sockaddr::family(&m.local),
+                            sockaddr::family(&m.remote),
+                            sockaddr::family(&local)
+                        );
+                    }
+                }
             }
         }
         // SAFETY: as above.
