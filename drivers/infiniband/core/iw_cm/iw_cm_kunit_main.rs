@@ -80,8 +80,10 @@ pub(crate) mod iface {
         let (mut l, mut r) = (SockAddr::default(), SockAddr::default());
         // SAFETY: every pointer is to a valid `sockaddr_storage`, the
         // outputs exclusively ours; the callee is pure.
-        unsafe { iwcm_kunit_adopted_mapping(local, remote, m_local, m_remote, active, &mut l, &mut r) }
-            .then_some((l, r))
+        unsafe {
+            iwcm_kunit_adopted_mapping(local, remote, m_local, m_remote, active, &mut l, &mut r)
+        }
+        .then_some((l, r))
     }
 
     /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot

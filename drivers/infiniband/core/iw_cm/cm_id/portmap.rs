@@ -64,7 +64,9 @@ impl CmId {
         if let Ok(m) = iwpm::add_mapping(&local, &remote, flags, active) {
             match adopted_mapping(&local, &remote, &m, active) {
                 // SAFETY: as above.
-                Some((m_local, m_remote)) => unsafe { self.raw.set_mapped_addrs(m_local, m_remote) },
+                Some((m_local, m_remote)) => unsafe {
+                    self.raw.set_mapped_addrs(m_local, m_remote)
+                },
                 None => {
                     static FAMILY_NOTED: AtomicBool = AtomicBool::new(false);
                     if !FAMILY_NOTED.swap(true, Ordering::Relaxed) {
