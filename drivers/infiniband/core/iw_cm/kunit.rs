@@ -231,11 +231,13 @@ mod tests {
         _p: *const c_void,
         _l: u8,
     ) -> i32 {
-        REJECTS.fetch_add(1, SeqCst);
         // SAFETY: iw_cm passes a live cm_id; `provider_data` is the token
         // of the request (as siw_reject reads its endpoint from it).
         let token = unsafe { (*id).provider_data } as usize;
         REJECTED_TOKENS.fetch_add(token, SeqCst);
+        // Counted after the token: a test that waits for the count reads
+        // every counted reject's token (rejects run on iw_cm's workers).
+        REJECTS.fetch_add(1, SeqCst);
         0
     }
     /// Fake provider op.
@@ -1836,7 +1838,7 @@ mod tests {
         RELEASE.store(true, SeqCst);
         assert!(wait_until(|| UNLISTENS.load(SeqCst) == 1));
         assert!(wait_until(|| REJECTS.load(SeqCst) == 4));
-        assert_eq!(REJECTED_TOKENS.load(SeqCst), 0xf000);
+        assert_eq!(REJECTED_TOKENS.load(SeqCst), 0x11000);
         assert!(wait_until(|| FAIL_NTH_LEFT.load(SeqCst) != 0));
         assert_eq!(FAIL_NTH_LEFT.load(SeqCst), 1);
         assert_eq!(NCHILDREN.load(SeqCst), 1);
