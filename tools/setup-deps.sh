@@ -34,8 +34,9 @@ fi
 
 # One set-up at a time (two make targets started together would otherwise
 # run apt-get and `cargo install` side by side); the second re-checks.
-mkdir -p "$HOME/.cache/iwcm"
-exec 8>"$HOME/.cache/iwcm/setup-deps.lock"
+lockdir=${IWCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iwcm}
+mkdir -p "$lockdir"
+exec 8>"$lockdir/setup-deps.lock"
 if ! flock -n 8; then
 	echo "setup-deps: another set-up is running; waiting for it"
 	flock 8

@@ -73,7 +73,7 @@ chmod +x "$ird/init"
 t1=$(date +%s)
 rc=0
 IWCM_VM_KERNEL=$kmods/vmlinuz IWCM_VM_KREL=$DISTRO_KREL IWCM_VM_KMODS=$work \
-IWCM_VM_INITRD=$work/initrd.gz IWCM_RDMA_CM=stock IWCM_QUICK=${IWCM_QUICK:-} \
+IWCM_VM_INITRD=$work/initrd.gz IWCM_RDMA_CM=stock IWCM_C_IWCM=stock IWCM_QUICK=${IWCM_QUICK:-} \
 	"$IWCM_TOP/tools/vm/run.sh" --name distro --timeout 1800 -- \
 	bash -c 'set -e
 		m=$(modinfo -n iw_cm)

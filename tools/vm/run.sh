@@ -107,13 +107,14 @@ stock) ;;
 iwpm-fixed)
 	c_iwcm_ko=$IWCM_TOP/tools/testing/iw_cm_c/build/iw_cm.ko
 	mkdir -p "$IWCM_CACHE"
-	if ! flock "$IWCM_CACHE/iw_cm_c-build.lock" \
-		"$IWCM_TOP/tools/testing/iw_cm_c/build.sh" > "$res/iw_cm_c-build.log" 2>&1; then
+	# Built and copied under the lock (another run may rebuild it).
+	if ! flock "$IWCM_CACHE/iw_cm_c-build.lock" bash -c '"$1" && cp "$2" "$3"' _ \
+		"$IWCM_TOP/tools/testing/iw_cm_c/build.sh" "$c_iwcm_ko" "$res/iw_cm.ko" \
+		> "$res/iw_cm_c-build.log" 2>&1; then
 		tail -n 20 "$res/iw_cm_c-build.log" >&2
 		echo "VM: C iw_cm build failed (tools/testing/iw_cm_c/build.sh)" >&2
 		exit 2
-	fi
-	cp "$c_iwcm_ko" "$res/iw_cm.ko" ;;
+	fi ;;
 *) echo "VM: IWCM_C_IWCM must be stock or iwpm-fixed, not '$IWCM_C_IWCM'" >&2; exit 2 ;;
 esac
 # The selftests, built (the C tool, gcc: seconds here, most of a minute

@@ -27,25 +27,23 @@ done
 patches=$IWCM_TOP/drivers/infiniband/core/iw_cm/iwpm
 
 out=$here/build
-# Nothing to do when the module is up to date with the kernel, its sources
-# and the patches.
-key=$(cat "$KDIR/Module.symvers" "$src/iwcm.c" "$src/iwcm.h" "$src/iwpm_util.c" \
-	"$src/iwpm_util.h" "$src/iwpm_msg.c" "$patches"/*.patch "$0" | sha256sum | cut -c1-16)
-if [ -f "$out/iw_cm.ko" ] && [ "$(cat "$out/.key" 2>/dev/null)" = "$key" ]; then
-	echo "iw_cm_c: $out/iw_cm.ko up to date"
-	exit 0
-fi
-rm -rf "$out"
-mkdir -p "$out"
-cp "$src/iwcm.c" "$src/iwcm.h" "$src/iwpm_util.h" "$out/"
-for f in iwpm_util.c iwpm_msg.c; do
-	patch -s --fuzz=0 --no-backup-if-mismatch -r - -o "$out/$f" "$src/$f" "$patches/$f.patch"
-done
-cat > "$out/Kbuild" <<'KB'
+# The sources are copied and patched again when the kernel tree, a source
+# or a patch changed; make runs every time (Kbuild rebuilds what changed).
+key=$( { echo "$KDIR"; cat "$src/iwcm.c" "$src/iwcm.h" "$src/iwpm_util.c" \
+	"$src/iwpm_util.h" "$src/iwpm_msg.c" "$patches"/*.patch "$0"; } | sha256sum | cut -c1-16)
+if [ "$(cat "$out/.key" 2>/dev/null)" != "$key" ]; then
+	rm -rf "$out"
+	mkdir -p "$out"
+	cp "$src/iwcm.c" "$src/iwcm.h" "$src/iwpm_util.h" "$out/"
+	for f in iwpm_util.c iwpm_msg.c; do
+		patch -s --fuzz=0 --no-backup-if-mismatch -r - -o "$out/$f" "$src/$f" "$patches/$f.patch"
+	done
+	cat > "$out/Kbuild" <<'KB'
 obj-m := iw_cm.o
 iw_cm-y := iwcm.o iwpm_util.o iwpm_msg.o
 ccflags-y += -I$(srctree)/drivers/infiniband/core
 KB
+	echo "$key" > "$out/.key"
+fi
 make -s -C "$KDIR" M="$out" "${KMAKE_ARGS[@]}" modules
-echo "$key" > "$out/.key"
 echo "iw_cm_c: $out/iw_cm.ko (iwcm.c with the port mapper client fixed)"

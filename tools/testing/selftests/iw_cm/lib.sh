@@ -255,9 +255,11 @@ iwcm_loaded_impl() {
 
 # iwcm_c_iwpm_fixed: whether the C iw_cm under test is iwcm.c with the port
 # mapper client fixed (tools/vm/run.sh IWCM_C_IWCM=iwpm-fixed, which fails
-# the run unless the guest put it in place of the kernel's).
+# the run unless the guest put it in place of the kernel's), and the
+# iw_cm.ko modprobe finds is not the kernel's own (intree).
 iwcm_c_iwpm_fixed() {
-	[ "${IWCM_C_IWCM:-stock}" = iwpm-fixed ]
+	[ "${IWCM_C_IWCM:-stock}" = iwpm-fixed ] &&
+		[ "$(modinfo -F intree iw_cm 2>/dev/null)" != Y ]
 }
 
 # iwcm_load_deps KO: modprobe the dependencies of an out-of-tree module
