@@ -21,8 +21,7 @@ KML=/sys/kernel/debug/kmemleak
 PAIRS=${IWCM_IWPM_PAIRS:-3}
 
 iwcm_init iwpm_requests 6 rping iwpmd rmmod modprobe
-[ "$IWCM_IMPL" = rust ] || iwcm_c_iwpm_fixed ||
-	iwcm_skip_all "the kernel's C iw_cm: its port mapper client oopses when iwpmd answers the registration before the request's buffer is set (iwpm_register_pid_cb, strcmp on NULL), and never frees answered requests (drivers/infiniband/core/iw_cm/iwpm/ fixes both; IWCM_C_IWCM=iwpm-fixed runs iwcm.c with them)"
+iwcm_require_iwpm_fix "its port mapper client oopses when iwpmd answers the registration before the request's buffer is set (iwpm_register_pid_cb, strcmp on NULL), and never frees answered requests (drivers/infiniband/core/iw_cm/iwpm/ fixes both; IWCM_C_IWCM=iwpm-fixed runs iwcm.c with them)"
 [ -w "$KML" ] || iwcm_skip_all "no kmemleak ($KML): the kernel is built without CONFIG_DEBUG_KMEMLEAK"
 iwcm_setup_or_bail
 

@@ -27,8 +27,7 @@
 ROUNDS=${IWCM_IWPMD_ROUNDS:-6}
 
 iwcm_init iwpmd 6 rping ucmatose iwpmd
-[ "$IWCM_IMPL" = rust ] || iwcm_c_iwpm_fixed ||
-	iwcm_skip_all "the kernel's C iw_cm: its port mapper client oopses when iwpmd answers the registration before the request's buffer is set (iwpm_register_pid_cb, strcmp on NULL); IWCM_C_IWCM=iwpm-fixed runs iwcm.c with it fixed"
+iwcm_require_iwpm_fix "its port mapper client oopses when iwpmd answers the registration before the request's buffer is set (iwpm_register_pid_cb, strcmp on NULL); IWCM_C_IWCM=iwpm-fixed runs iwcm.c with it fixed"
 iwcm_setup_or_bail
 
 IWPMD_LOG=$IWCM_TMP/iwpmd.log

@@ -262,6 +262,21 @@ iwcm_c_iwpm_fixed() {
 		[ "$(modinfo -F intree iw_cm 2>/dev/null)" != Y ]
 }
 
+# iwcm_require_iwpm_fix WHY: for the port mapper tests, which need a
+# port mapper client with the fixes of drivers/infiniband/core/iw_cm/iwpm/
+# (ours, or iwcm.c built with them): SKIP with the kernel's own C iw_cm,
+# saying WHY; a failure when IWCM_C_IWCM=iwpm-fixed asked for the fixed
+# iwcm.c and modprobe would still load the kernel's.
+iwcm_require_iwpm_fix() {
+	[ "$IWCM_IMPL" = rust ] && return 0
+	iwcm_c_iwpm_fixed && return 0
+	if [ "${IWCM_C_IWCM:-stock}" = iwpm-fixed ]; then
+		ktap_print_header
+		ktap_exit_fail_msg "IWCM_C_IWCM=iwpm-fixed, but modprobe finds the kernel's own iw_cm.ko ($(modinfo -F filename iw_cm 2>/dev/null))"
+	fi
+	iwcm_skip_all "the kernel's C iw_cm: $1"
+}
+
 # iwcm_load_deps KO: modprobe the dependencies of an out-of-tree module
 # (and ib_core), which insmod does not resolve.
 iwcm_load_deps() {
