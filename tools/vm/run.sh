@@ -101,7 +101,6 @@ esac
 [ -z "$rdma_cm_ko" ] || cp "$rdma_cm_ko" "$res/rdma_cm.ko"
 # The C iw_cm: the kernel's, or iwcm.c with the port mapper client fixed
 # (tools/testing/iw_cm_c/), put in place of the kernel's iw_cm.ko.
-c_iwcm_ko=
 case "${IWCM_C_IWCM:-stock}" in
 stock) ;;
 iwpm-fixed)
@@ -230,16 +229,16 @@ else
 	status=$(cat "$res/rc")
 fi
 
-# The test rdma_cm was asked for: the guest must have put it in place
-# (guest-init.sh), or the run tested the kernel's.
-if [ -n "$rdma_cm_ko" ] && [ "$(cat "$res/rdma_cm-status" 2>/dev/null)" != replaced ]; then
-	echo "VM: the test rdma_cm was not put in place of the kernel's ($(cat "$res/rdma_cm-status" 2>/dev/null || echo "no status from the guest")): run fails"
-	[ "$status" -ne 0 ] || status=1
-fi
-if [ -n "$c_iwcm_ko" ] && [ "$(cat "$res/iw_cm-status" 2>/dev/null)" != replaced ]; then
-	echo "VM: the C iw_cm with the port mapper client fixed was not put in place of the kernel's ($(cat "$res/iw_cm-status" 2>/dev/null || echo "no status from the guest")): run fails"
-	[ "$status" -ne 0 ] || status=1
-fi
+# A module asked for in place of the kernel's (the test rdma_cm, the fixed
+# C iw_cm): the guest must have put it there (guest-init.sh), or the run
+# tested the kernel's.
+for m in rdma_cm iw_cm; do
+	[ -f "$res/$m.ko" ] || continue
+	if [ "$(cat "$res/$m-status" 2>/dev/null)" != replaced ]; then
+		echo "VM: the $m.ko asked for was not put in place of the kernel's ($(cat "$res/$m-status" 2>/dev/null || echo "no status from the guest")): run fails"
+		[ "$status" -ne 0 ] || status=1
+	fi
+done
 if ! python3 "$here/splat-check.py" $allow "$res/console.log"; then
 	echo "VM: kernel splat in the console log: run fails"
 	[ "$status" -ne 0 ] || status=1

@@ -253,28 +253,20 @@ iwcm_loaded_impl() {
 	if [ -e /sys/module/iw_cm/parameters/stuck_handler_ms ]; then echo rust; else echo c; fi
 }
 
-# iwcm_c_iwpm_fixed: whether the C iw_cm under test is iwcm.c with the port
-# mapper client fixed (tools/vm/run.sh IWCM_C_IWCM=iwpm-fixed, which fails
-# the run unless the guest put it in place of the kernel's), and the
-# iw_cm.ko modprobe finds is not the kernel's own (intree).
-iwcm_c_iwpm_fixed() {
-	[ "${IWCM_C_IWCM:-stock}" = iwpm-fixed ] &&
-		[ "$(modinfo -F intree iw_cm 2>/dev/null)" != Y ]
-}
-
 # iwcm_require_iwpm_fix WHY: for the port mapper tests, which need a
-# port mapper client with the fixes of drivers/infiniband/core/iw_cm/iwpm/
-# (ours, or iwcm.c built with them): SKIP with the kernel's own C iw_cm,
-# saying WHY; a failure when IWCM_C_IWCM=iwpm-fixed asked for the fixed
-# iwcm.c and modprobe would still load the kernel's.
+# port mapper client with the fixes of drivers/infiniband/core/iw_cm/iwpm/:
+# ours, or iwcm.c built with them (tools/vm/run.sh IWCM_C_IWCM=iwpm-fixed
+# puts tools/testing/iw_cm_c/'s module in place of the kernel's and fails
+# the run unless it did).  SKIP with the kernel's own C iw_cm, saying WHY;
+# a failure when IWCM_C_IWCM=iwpm-fixed asked for the fixed iwcm.c and
+# modprobe would still load the kernel's (intree) module.
 iwcm_require_iwpm_fix() {
 	[ "$IWCM_IMPL" = rust ] && return 0
-	iwcm_c_iwpm_fixed && return 0
-	if [ "${IWCM_C_IWCM:-stock}" = iwpm-fixed ]; then
+	[ "${IWCM_C_IWCM:-stock}" = iwpm-fixed ] || iwcm_skip_all "the kernel's C iw_cm: $1"
+	if [ "$(modinfo -F intree iw_cm 2>/dev/null)" = Y ]; then
 		ktap_print_header
 		ktap_exit_fail_msg "IWCM_C_IWCM=iwpm-fixed, but modprobe finds the kernel's own iw_cm.ko ($(modinfo -F filename iw_cm 2>/dev/null))"
 	fi
-	iwcm_skip_all "the kernel's C iw_cm: $1"
 }
 
 # iwcm_load_deps KO: modprobe the dependencies of an out-of-tree module
