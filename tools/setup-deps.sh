@@ -17,9 +17,17 @@ stamp_ok() {
 	command -v nvme >/dev/null && command -v fio >/dev/null &&
 	command -v pahole >/dev/null && command -v rdma >/dev/null && command -v patch >/dev/null &&
 	command -v gnuplot >/dev/null &&
+	ulp_tools_ok &&
 	[ -f /usr/include/rdma/rdma_cma.h ] && [ -f /usr/include/infiniband/verbs.h ] &&
 	ls /usr/src/linux-source-${KVER_SERIES}.tar.* >/dev/null 2>&1 &&
 	bindgen_ok
+}
+# The userspace of the in-kernel ULPs' selftests (NFS/RDMA, SMB Direct,
+# iSER), run in the guest from this root.
+ulp_tools_ok() {
+	[ -x /usr/sbin/rpc.nfsd ] && [ -x /usr/sbin/exportfs ] && [ -x /usr/sbin/rpcbind ] &&
+	[ -x /sbin/mount.nfs ] && [ -x /usr/sbin/ksmbd.mountd ] && [ -x /sbin/mount.cifs ] &&
+	[ -x /usr/sbin/iscsiadm ] && [ -x /usr/sbin/iscsid ] && command -v targetcli >/dev/null
 }
 bindgen_ok() {
 	local b
@@ -74,6 +82,20 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	qemu-system-x86 rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest \
 	nvme-cli fio iproute2 kmod busybox-static python3 rsync patch strace \
 	librdmacm-dev libibverbs-dev gnuplot-nox
+# The ULPs' userspace.  Their packages would start daemons (rpcbind,
+# nfs-server, iscsid) on this host: policy-rc.d forbids that for the
+# install (the guest starts its own).
+prc=/usr/sbin/policy-rc.d
+own_prc=0
+if [ ! -e "$prc" ]; then
+	printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$prc" >/dev/null
+	$SUDO chmod 755 "$prc"
+	own_prc=1
+	trap '$SUDO rm -f "$prc"' EXIT
+fi
+$SUDO apt-get install -y -q --no-install-recommends \
+	nfs-kernel-server nfs-common rpcbind ksmbd-tools cifs-utils open-iscsi targetcli-fb
+[ $own_prc -eq 0 ] || { $SUDO rm -f "$prc"; trap - EXIT; }
 # Only the source package comes from the newer suite ("pkg/suite", not "-t",
 # which would upgrade libc and friends); its dependencies (binutils, xz-utils)
 # come from bookworm.

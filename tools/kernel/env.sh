@@ -1,15 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 # Sourced by the build and VM scripts: where the test kernel lives.
 #
-# The test kernel (one flavour: lean, KASAN + lockdep + kmemleak) is cached
-# outside the repository, keyed by kernel version, flavour and a hash of the
-# config fragments and toolchain:
+# The test kernel is cached outside the repository, keyed by kernel version,
+# flavour and a hash of the config fragments and toolchain:
 #   $IWCM_CACHE/kernel/<version>-<flavour>-<hash>/{build,mods,.done}
+# Two flavours, chosen by IWCM_KFLAVOUR:
+#   lean (default)  KASAN + lockdep + kmemleak, what make demo and most of
+#                   make check boot
+#   ulp             lean plus tools/kernel/ulp.fragment: NFS/RDMA, SMB
+#                   Direct, iSER (the ULP selftests; tools/ulp-tree.sh
+#                   builds the modules for it in a copy of the repository)
 
 IWCM_TOP=${IWCM_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 IWCM_CACHE=${IWCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iwcm}
 KVER_SERIES=${KVER_SERIES:-7.3}
-FLAVOUR=lean-kasan
+IWCM_KFLAVOUR=${IWCM_KFLAVOUR:-lean}
+case "$IWCM_KFLAVOUR" in
+lean) FLAVOUR=lean-kasan ;;
+ulp) FLAVOUR=lean-kasan-ulp ;;
+*) echo "env.sh: IWCM_KFLAVOUR must be lean or ulp, not '$IWCM_KFLAVOUR'" >&2; return 1 2>/dev/null || exit 1 ;;
+esac
 LLVM_SUFFIX=${LLVM_SUFFIX:--19}
 RUSTC_BIN=${RUSTC_BIN:-/usr/bin/rustc}
 BINDGEN_BIN=${BINDGEN_BIN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}
@@ -19,6 +29,7 @@ KSRC_PKGVER=$(dpkg-query -W -f='${Version}' "linux-source-$KVER_SERIES" 2>/dev/n
 iwcm_fragments() {
 	echo "$IWCM_TOP/tools/kernel/base.fragment"
 	echo "$IWCM_TOP/tools/kernel/config.fragment"
+	[ "$IWCM_KFLAVOUR" != ulp ] || echo "$IWCM_TOP/tools/kernel/ulp.fragment"
 }
 
 iwcm_kernel_key() {
