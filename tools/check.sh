@@ -256,9 +256,11 @@ fi
 # $IWCM_RESULTS_DIR/jobs/NAME.out; its "check:" lines are printed when it
 # ends.
 vm() {	# vm NAME LOG run.sh-args...: run a VM, its output to LOG and stdout
+	# (vm_top: the tree whose run.sh boots, default this one; the ULP
+	# jobs give tools/ulp-tree.sh's copy, built for the ULP kernel)
 	local name=$1 log=$2
 	shift 2
-	"$top/tools/vm/run.sh" --name "$name" "$@" 2>&1 | tee "$log"
+	"${vm_top:-$top}/tools/vm/run.sh" --name "$name" "$@" 2>&1 | tee "$log"
 	return "${PIPESTATUS[0]}"
 }
 boot_info() {	# boot_info LOG: how long the VM took to boot
@@ -314,7 +316,7 @@ suite() {
 	log=$IWCM_RESULTS_DIR/$name.out
 	say "== iw_cm selftests in the VM, IWCM_IMPL=$impl${tests:+ ($tests)}"
 	vm "$name" "$log" --timeout "$suite_timeout" "$@" -- \
-		env IWCM_TESTS="$tests" "$top/tools/vm/guest-tests.sh" "$impl"
+		env IWCM_TESTS="$tests" "${vm_top:-$top}/tools/vm/guest-tests.sh" "$impl"
 	rc=$?
 	result suite
 	say "$(boot_info "$log")"
@@ -390,6 +392,20 @@ job_iwpm_c() {
 	# (tools/testing/iw_cm_c/), in place of the kernel's.
 	IWCM_C_IWCM=iwpm-fixed suite c iwpm-c "iwpmd.sh iwpm_requests.sh"
 }
+# The in-kernel ULPs (NFS/RDMA, SMB Direct) through unplug, relink and
+# link flaps, with each iw_cm, on the ULP flavour of the test kernel
+# (tools/kernel/ulp.fragment) with the modules tools/ulp-tree.sh built for
+# it in a copy of this tree.
+ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh}
+ulp_suite() {	# ulp_suite IMPL
+	if [ -z "$ulp_tree" ]; then
+		record fail "ULP selftests ($1): no ULP kernel and modules (tools/ulp-tree.sh failed above)"
+		return
+	fi
+	vm_top=$ulp_tree IWCM_KFLAVOUR=ulp suite "$1" "ulp-$1" "$ulp_tests"
+}
+job_ulp_rust() { ulp_suite rust; }
+job_ulp_c() { ulp_suite c; }
 job_suite_rust() { suite rust; }
 job_suite_rust_ci() { suite rust suite-rust-ci "$rust_ci_tests"; }
 job_suite_rust_a() { suite rust suite-rust-a "$rust_tests_a"; }
@@ -494,6 +510,8 @@ else
 	jobs+=(suite_c_ci)
 fi
 jobs+=(iwpm_c)
+[ $have_rust -eq 1 ] && jobs+=(ulp_rust)
+jobs+=(ulp_c)
 if [ $have_rust -eq 1 ]; then
 	jobs+=(kunit_rust hostile_upstream_rust sample_unplug_rust)
 	[ $all -eq 1 ] && jobs+=(soak_rust gid_race)
@@ -502,6 +520,19 @@ else
 	record skip "Rust iw_cm jobs: drivers/infiniband/core/iw_cm/iw_cm.ko not built"
 fi
 jobs+=(neg_splat neg_hang)
+
+part "ULP kernel and modules"
+say "== the ULP flavour of the test kernel and our modules for it (tools/ulp-tree.sh)"
+t=$(date +%s.%N)
+ulp_tree=
+if ulp_tree=$("$top/tools/ulp-tree.sh" 2>&1 | tee "$IWCM_RESULTS_DIR/ulp-tree.log" | tail -n1) &&
+		[ -d "$ulp_tree/tools/vm" ]; then
+	record pass "ULP kernel and modules ready ($(secs_since "$t") s; $(grep -h "^kernel: \(reusing\|compiled\)" "$IWCM_RESULTS_DIR/ulp-tree.log" | head -n1))"
+else
+	tail -n 20 "$IWCM_RESULTS_DIR/ulp-tree.log"
+	record fail "ULP kernel and modules (tools/ulp-tree.sh, log $IWCM_RESULTS_DIR/ulp-tree.log)"
+	ulp_tree=
+fi
 
 part "VM jobs (${#jobs[@]} jobs in $lanes lanes)"
 say "== VM jobs, $lanes lane(s) side by side: ${jobs[*]}"

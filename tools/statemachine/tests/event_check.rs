@@ -90,7 +90,7 @@ fn delivered_fields_are_within_the_rules() {
             return;
         };
         match f.kind {
-            Kind::ConnectRequest | Kind::Established => assert_eq!(status, 0),
+            Kind::ConnectRequest => assert_eq!(status, 0),
             _ => assert!(status == 0 || errno(status), "{f:?} -> {status}"),
         }
         if copy_pdata {
@@ -112,7 +112,7 @@ fn delivered_fields_are_within_the_rules() {
 fn well_formed_events_pass_unchanged_and_without_faults() {
     each(|f, v| {
         let status_ok = match f.kind {
-            Kind::ConnectRequest | Kind::Established => f.status == 0,
+            Kind::ConnectRequest => f.status == 0,
             _ => f.status == 0 || errno(f.status),
         };
         let fam_ok = !matches!(f.kind, Kind::ConnectRequest | Kind::ConnectReply)
@@ -120,8 +120,9 @@ fn well_formed_events_pass_unchanged_and_without_faults() {
         let pd_ok = f.pdata_len == 0
             || (pdata_allowed(f.kind, f.status) && f.pdata_addr >= MIN_PDATA_ADDR && f.pdata_len <= 512)
             || (f.kind == Kind::ConnectReply && status_ok && !pdata_allowed(f.kind, f.status));
+        // (DISCONNECT and CLOSE: ird/ord cleared, never a fault.)
         let irdord_ok = match f.kind {
-            Kind::Disconnect | Kind::Close => f.ird == 0 && f.ord == 0,
+            Kind::Disconnect | Kind::Close => true,
             _ => f.ird <= 16 && f.ord <= 16,
         };
         let pv_ok = f.kind != Kind::ConnectRequest || f.provider_data;
@@ -129,8 +130,10 @@ fn well_formed_events_pass_unchanged_and_without_faults() {
         match v {
             Verdict::Deliver { status, ird, ord, faults, .. } => {
                 assert_eq!(faults.is_empty(), well_formed, "{f:?} -> {v:?}");
-                if well_formed {
+                if well_formed && !matches!(f.kind, Kind::Disconnect | Kind::Close) {
                     assert_eq!((status, ird, ord), (f.status, f.ird, f.ord));
+                } else if well_formed {
+                    assert_eq!((status, ird, ord), (f.status, 0, 0));
                 }
             }
             Verdict::Refuse(_) => assert!(!well_formed, "{f:?}"),
@@ -172,5 +175,39 @@ fn siw_malformed_mpa_reply_is_delivered_without_private_data() {
     assert!(matches!(
         check(&rej_bad, &LIM),
         Verdict::Deliver { copy_pdata: false, faults, .. } if faults.contains(Faults::PDATA_BAD_POINTER)
+    ));
+}
+
+/// qedr (drivers/infiniband/hw/qedr/qedr_iw_cm.c): a failed passive
+/// connection is ESTABLISHED with a negative errno, then CLOSE, and every
+/// event carries the connection's ird/ord.  Delivered as iwcm.c does
+/// (the status as it is; CLOSE's ird/ord cleared), without a fault.
+#[test]
+fn qedr_failed_passive_connection_is_delivered_as_c_does() {
+    let est = Fields {
+        kind: Kind::Established,
+        status: -104,
+        pdata_addr: 0,
+        pdata_len: 0,
+        ird: 8,
+        ord: 8,
+        local_family: 2,
+        remote_family: 2,
+        provider_data: false,
+    };
+    assert!(matches!(
+        check(&est, &LIM),
+        Verdict::Deliver { status: -104, ird: 8, ord: 8, faults: Faults::NONE, .. }
+    ));
+    let close = Fields { kind: Kind::Close, status: 0, ..est };
+    assert!(matches!(
+        check(&close, &LIM),
+        Verdict::Deliver { status: 0, ird: 0, ord: 0, faults: Faults::NONE, .. }
+    ));
+    // A status that is no errno is still a fault.
+    let bad = Fields { status: 7, ..est };
+    assert!(matches!(
+        check(&bad, &LIM),
+        Verdict::Deliver { status: 0, faults, .. } if faults.contains(Faults::BAD_STATUS)
     ));
 }

@@ -109,9 +109,9 @@ pub(crate) enum FaultLog {
 /// fake device the test module names (`kunit_iface.rs`) gets another
 /// answer.  (The WARN may come from the delivery worker, where KUnit's
 /// per-task warning suppression does not reach.)  Any context.
-pub(crate) fn fault_log(dev: Option<&IwDevice>) -> FaultLog {
+pub(crate) fn fault_log(dev: Option<&DevInfo>) -> FaultLog {
     #[cfg(CONFIG_KUNIT)]
-    if let Some(log) = dev.and_then(crate::kunit_iface::expected_fault_log) {
+    if let Some(log) = dev.and_then(|d| crate::kunit_iface::expected_fault_log(d.connect_op)) {
         return log;
     }
     let _ = dev;
@@ -120,20 +120,48 @@ pub(crate) fn fault_log(dev: Option<&IwDevice>) -> FaultLog {
 
 /// The `iw_cm_provider_fault` tracepoint for a fault at `site` (a
 /// NUL-terminated literal) on `dev`.  Any context.
-fn trace_provider_fault(dev: Option<&IwDevice>, site: &'static str) {
+fn trace_provider_fault(dev: Option<&DevInfo>, site: &'static str) {
     if !trace::iw_cm_provider_fault_enabled() {
         return;
     }
-    let name = dev.map_or(c"".as_char_ptr(), dev_name_ptr);
+    let name = dev.map_or(c"".as_char_ptr(), |d| d.name.as_char_ptr());
     trace::iw_cm_provider_fault(name, site.as_ptr().cast());
 }
 
-/// The name of `dev` as a C string: valid while the device is (every
-/// cm_id's device outlives it).  Any context.
-fn dev_name_ptr(dev: &IwDevice) -> *const kernel::ffi::c_char {
-    // SAFETY: the device is valid (IwDevice invariant); `dev_name` never
-    // returns NULL here (iw_cm_exports.c).
-    unsafe { crate::c::iwcm_c_dev_name(dev.as_raw().cast()) }
+/// What iw_cm needs of a cm_id's device, read once at creation, while the
+/// ULP holds the device (rdma_cm keeps it until its ids are destroyed).
+/// The provider may call after the ULP's last reference -- a late CLOSE or
+/// CONNECT_REPLY, its last `rem_ref` -- when the device may already be
+/// unregistered and freed: from then on nothing reads the `ib_device` but
+/// through this copy (the table, the traces, the upcall's ird/ord limit,
+/// the fault log).  The provider's own ops are called only on ULP calls.
+#[derive(Clone, Copy)]
+pub(crate) struct DevInfo {
+    /// `dev_name()` of the device ("-" when it has none), NUL-terminated.
+    pub(crate) name: table::DevName,
+    /// `IwDevice::max_rd_atom`: the upcall's ird/ord limit.
+    pub(crate) max_rd_atom: u8,
+    /// The address of the provider's `iw_connect` op, which names the
+    /// KUnit suite's fake provider (`kunit_iface::expected_fault_log`).
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) connect_op: usize,
+}
+
+impl DevInfo {
+    /// Reads what iw_cm needs of `dev`.  Any context.
+    ///
+    /// # Safety
+    ///
+    /// `dev` is held by the caller's ULP (a cm_id is being created on it).
+    unsafe fn read(dev: &IwDevice) -> Self {
+        Self {
+            // SAFETY: the device is held (caller).
+            name: unsafe { table::copy_dev_name(dev) },
+            max_rd_atom: dev.max_rd_atom(),
+            #[cfg(CONFIG_KUNIT)]
+            connect_op: dev.connect_op(),
+        }
+    }
 }
 
 /// Counts a provider fault (a duplicate, out-of-state or unknown event) of
@@ -226,7 +254,11 @@ impl Inner {
 pub(crate) struct CmId {
     #[pin]
     raw: SharedCmId,
+    /// Called only on the ULP's calls (which hold the device); read
+    /// nothing from it otherwise: `dev_info` has it.
     dev: IwDevice,
+    /// What the upcalls, the table and the traces need of the device.
+    dev_info: DevInfo,
     /// Taken with interrupts off (`spin_lock_irq`, as iwcm.c's
     /// `spin_lock_irqsave` on `cm_id_priv->lock`): the provider's upcall
     /// takes it in softirq context too (siw's `sk_data_ready` callback).
@@ -333,7 +365,12 @@ impl CmId {
         cm_handler: CmHandler,
         context: *mut c_void,
     ) -> Result<Arc<CmId>> {
-        let id = Self::alloc(dev, cm_handler, context, GFP_KERNEL)?;
+        if !dev.is_iwarp() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the ULP creating a cm_id holds the device.
+        let info = unsafe { DevInfo::read(&dev) };
+        let id = Self::alloc(dev, info, cm_handler, context, GFP_KERNEL)?;
         table::register(&id)?;
         Ok(id)
     }
@@ -348,8 +385,19 @@ impl CmId {
     /// request whose child cannot be allocated is refused in the upcall
     /// (-ENOMEM, the provider drops the connection), never left with the
     /// provider for good.  `ENOMEM` (also from the `fail_iw_cm` fault point).
-    fn new_child(dev: IwDevice, cm_handler: CmHandler, context: *mut c_void) -> Result<Arc<CmId>> {
-        let id = Self::alloc(dev, cm_handler, context, GFP_ATOMIC)?;
+    /// The device is the listener's (`listener`), not read again.
+    fn new_child(
+        listener: &CmId,
+        cm_handler: CmHandler,
+        context: *mut c_void,
+    ) -> Result<Arc<CmId>> {
+        let id = Self::alloc(
+            listener.dev,
+            listener.dev_info,
+            cm_handler,
+            context,
+            GFP_ATOMIC,
+        )?;
         id.reserve_events(PASSIVE_EVENT_SLOTS, GFP_ATOMIC)?;
         Ok(id)
     }
@@ -358,13 +406,11 @@ impl CmId {
     /// Any context with GFP_ATOMIC.
     fn alloc(
         dev: IwDevice,
+        dev_info: DevInfo,
         cm_handler: CmHandler,
         context: *mut c_void,
         flags: kernel::alloc::Flags,
     ) -> Result<Arc<CmId>> {
-        if !dev.is_iwarp() {
-            return Err(EINVAL);
-        }
         crate::fault_point(core::mem::size_of::<CmId>())?;
         let module = ModulePin::get()?;
         let raw = SharedCmId::new(
@@ -382,6 +428,7 @@ impl CmId {
             pin_init!(CmId {
                 raw,
                 dev,
+                dev_info,
                 inner <- new_spinlock_irq!(Inner {
                     state: State::Idle,
                     qp: None,
@@ -405,7 +452,7 @@ impl CmId {
         // The destructor counts it down.
         LIVE.fetch_add(1, Ordering::Relaxed);
         if trace::iw_cm_id_create_enabled() {
-            trace::iw_cm_id_create(table_id, dev_name_ptr(&id.dev));
+            trace::iw_cm_id_create(table_id, id.dev_info.name.as_char_ptr());
         }
         Ok(id)
     }
@@ -836,7 +883,7 @@ impl PinnedDrop for CmId {
         // First: the table's readers see only cm_ids whose fields are intact.
         table::unregister(&self);
         if trace::iw_cm_id_destroy_enabled() {
-            trace::iw_cm_id_destroy(self.table_id, dev_name_ptr(&self.dev));
+            trace::iw_cm_id_destroy(self.table_id, self.dev_info.name.as_char_ptr());
         }
         LIVE.fetch_sub(1, Ordering::Relaxed);
     }

@@ -17,11 +17,11 @@
 //! | field | rule | on violation |
 //! |---|---|---|
 //! | event type | CONNECT_REQUEST .. CLOSE | refused (-EINVAL to the provider) |
-//! | status | 0 for CONNECT_REQUEST and ESTABLISHED; 0 or a negative errno (-1 .. -4095) otherwise | CONNECT_REQUEST refused; CONNECT_REPLY delivered as failed with -EPROTO; others delivered with 0 |
+//! | status | 0 for CONNECT_REQUEST; 0 or a negative errno (-1 .. -4095) otherwise (ESTABLISHED too: qedr's failed passive connection, passed on as iwcm.c does) | CONNECT_REQUEST refused; CONNECT_REPLY delivered as failed with -EPROTO; others delivered with 0 |
 //! | private data | only on CONNECT_REQUEST and on CONNECT_REPLY with status 0, -ECONNRESET or -ECONNREFUSED (the peer's MPA reject: siw reports it as -ECONNRESET, iw_cxgb4 as -ECONNREFUSED; rdma_cm hands it to the ULP as REJECTED) | not copied; not read at all, and not a fault, for the other failed CONNECT_REPLYs (siw passes on whatever it buffered with every failure) |
 //! | private data length | at most 512 (RFC 5044 MPA limit) | CONNECT_REQUEST refused, otherwise not copied |
 //! | private data pointer | not NULL and not in the first page when the length is non-zero; readable ([`Fields::pdata_addr`] and the glue's `copy_from_kernel_nofault`) | CONNECT_REQUEST refused, otherwise not copied |
-//! | ird / ord | at most the device's `max_qp_rd_atom` / `max_qp_init_rd_atom` (the larger of the two) on CONNECT_REQUEST, CONNECT_REPLY and ESTABLISHED; 0 on DISCONNECT and CLOSE | clamped |
+//! | ird / ord | at most the device's `max_qp_rd_atom` / `max_qp_init_rd_atom` (the larger of the two) on CONNECT_REQUEST, CONNECT_REPLY and ESTABLISHED; ignored on DISCONNECT and CLOSE (cleared, not a fault: qedr fills them on every event) | clamped |
 //! | addresses | AF_INET or AF_INET6, local and remote of one family, on CONNECT_REQUEST and CONNECT_REPLY (the events whose addresses iw_cm and rdma_cm use) | CONNECT_REQUEST refused; CONNECT_REPLY: the cm_id's own addresses are used |
 //! | provider_data | not NULL on CONNECT_REQUEST (the provider object iw_accept/iw_reject hand back) | refused |
 //!
@@ -206,11 +206,22 @@ pub fn check(f: &Fields, lim: &Limits) -> Verdict {
 
     // Status.
     let status = match f.kind {
-        Kind::ConnectRequest | Kind::Established => {
+        Kind::ConnectRequest => {
             if f.status != 0 {
                 faults = faults.with(Faults::BAD_STATUS);
             }
             0
+        }
+        // qedr reports a failed passive connection as ESTABLISHED with a
+        // negative errno, then CLOSE (qedr_iw_passive_complete); iwcm.c
+        // passes it on, rdma_cm reads no status on ESTABLISHED.  As C.
+        Kind::Established => {
+            if f.status == 0 || is_errno(f.status) {
+                f.status
+            } else {
+                faults = faults.with(Faults::BAD_STATUS);
+                0
+            }
         }
         Kind::ConnectReply => {
             if f.status == 0 || is_errno(f.status) {
@@ -259,12 +270,12 @@ pub fn check(f: &Fields, lim: &Limits) -> Verdict {
                 ord = ord.min(lim.max_rd_atom);
             }
         }
+        // Not the ULP's to read (iwcm.c and rdma_cm ignore them here):
+        // cleared, not a fault.  qedr's CLOSE carries the connection's
+        // ird/ord (qedr_iw_issue_event fills them for every event).
         Kind::Disconnect | Kind::Close => {
-            if ird != 0 || ord != 0 {
-                faults = faults.with(Faults::IRD_ORD);
-                ird = 0;
-                ord = 0;
-            }
+            ird = 0;
+            ord = 0;
         }
     }
 

@@ -781,6 +781,31 @@ mod tests {
         Ok(())
     }
 
+    /// Once the ULP's last reference is gone the device may be unregistered
+    /// and freed while the provider still holds the cm_id: its late events
+    /// and its last `rem_ref` must not read the `ib_device` (the upcall's
+    /// ird/ord limit, the fault log, the table and the traces use what
+    /// was read at creation).  Here the fake device is freed first: KASAN
+    /// reports any read of it.
+    #[test]
+    fn late_provider_upcalls_after_the_device_is_gone() -> Result {
+        reset();
+        let base = iface::live();
+        let mut dev = FakeDev::new()?;
+        let id = create(&mut dev, 44)?;
+        assert_eq!(connect(id), 0);
+        // SAFETY: the test owns `id`.
+        unsafe { bindings::iw_destroy_cm_id(id) };
+        assert_eq!(QP_REFS.load(SeqCst), 0);
+        drop(dev);
+        assert_eq!(upcall(id, EV_REPLY, 0), 0);
+        assert_eq!(upcall(id, EV_CLOSE, 0), 0);
+        provider_release(id);
+        assert!(wait_live(base));
+        assert_eq!(NEVENTS.load(SeqCst), 0);
+        Ok(())
+    }
+
     #[test]
     fn api_misuse_returns_einval_and_leaves_no_reference() -> Result {
         reset();
@@ -1688,9 +1713,15 @@ mod tests {
             heard(0, 0, 0, true),
         )?;
         case(
-            "ESTABLISHED with a status",
+            "ESTABLISHED with a negative errno (qedr's failed passive connection): passed on as iwcm.c does",
             At::Accepting,
             wire_event(EV_EST, errno(ECONNRESET)),
+            heard(errno(ECONNRESET), 0, 0, false),
+        )?;
+        case(
+            "ESTABLISHED with a status that is no errno",
+            At::Accepting,
+            wire_event(EV_EST, 7),
             heard(0, 0, 0, true),
         )?;
         case(
@@ -1702,10 +1733,10 @@ mod tests {
         let mut ev = wire_event(EV_CLOSE, 0);
         ev.ird = 3;
         case(
-            "CLOSE with an ird",
+            "CLOSE with an ird (qedr fills it on every event): cleared, no fault",
             At::Established,
             ev,
-            heard(0, 0, 0, true),
+            heard(0, 0, 0, false),
         )?;
         case(
             "CLOSE with private data at NULL+4",

@@ -24,9 +24,11 @@ static QUIET: AtomicBool = AtomicBool::new(false);
 /// The log level of a provider fault on `dev` when the suite expects it
 /// there (a device of its fake provider); `None` (a warning) for every
 /// other device.  Any context.
-pub(crate) fn expected_fault_log(dev: &IwDevice) -> Option<FaultLog> {
+/// `connect_op`: the device's `iw_connect` op, read at the cm_id's creation
+/// (`DevInfo`).
+pub(crate) fn expected_fault_log(connect_op: usize) -> Option<FaultLog> {
     let expected = EXPECTED_CONNECT_OP.load(Ordering::Acquire);
-    if expected == 0 || dev.connect_op() != expected {
+    if expected == 0 || connect_op != expected {
         return None;
     }
     Some(if QUIET.load(Ordering::Relaxed) {

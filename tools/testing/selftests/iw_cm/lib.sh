@@ -385,6 +385,49 @@ iwcm_nvme_bdev() {
 	return 1
 }
 
+# ------------------------------------------------------------------ nvmet
+
+IWCM_NVMET_CFG=/sys/kernel/config/nvmet
+
+# iwcm_nvmet_setup NQN PORT: an nvmet-rdma target: subsystem NQN (any host)
+# with a 1 GB memory-backed null_blk namespace, port 1 on $IWCM_ADDR:PORT.
+iwcm_nvmet_setup() {
+	local nqn=$1 cfg=$IWCM_NVMET_CFG
+	modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || return 1
+	modprobe nvmet || return 1
+	modprobe nvmet-rdma || return 1
+	mkdir -p "$cfg/subsystems/$nqn" || return 1
+	echo 1 > "$cfg/subsystems/$nqn/attr_allow_any_host" || return 1
+	mkdir -p "$cfg/subsystems/$nqn/namespaces/1" || return 1
+	echo /dev/nullb0 > "$cfg/subsystems/$nqn/namespaces/1/device_path" || return 1
+	echo 1 > "$cfg/subsystems/$nqn/namespaces/1/enable" || return 1
+	mkdir -p "$cfg/ports/1" || return 1
+	echo rdma > "$cfg/ports/1/addr_trtype"
+	echo ipv4 > "$cfg/ports/1/addr_adrfam"
+	echo "$IWCM_ADDR" > "$cfg/ports/1/addr_traddr"
+	echo "$2" > "$cfg/ports/1/addr_trsvcid"
+	ln -s "$cfg/subsystems/$nqn" "$cfg/ports/1/subsystems/$nqn" || return 1
+}
+
+# iwcm_nvmet_cleanup NQN: undo iwcm_nvmet_setup (what exists of it).
+iwcm_nvmet_cleanup() {
+	local nqn=$1 cfg=$IWCM_NVMET_CFG
+	rm -f "$cfg/ports/1/subsystems/$nqn" 2>/dev/null
+	rmdir "$cfg/ports/1" 2>/dev/null
+	echo 0 > "$cfg/subsystems/$nqn/namespaces/1/enable" 2>/dev/null
+	rmdir "$cfg/subsystems/$nqn/namespaces/1" 2>/dev/null
+	rmdir "$cfg/subsystems/$nqn" 2>/dev/null
+}
+
+# iwcm_nvme_ctrl NQN: the host's controller (nvmeX) of subsystem NQN.
+iwcm_nvme_ctrl() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] && grep -qx "$1" "$c/subsysnqn" && { basename "$c"; return 0; }
+	done
+	return 1
+}
+
 # The Rust iw_cm's live cm_id count, or empty when the file is absent.
 iwcm_cm_ids() {
 	[ -r "$IWCM_CMIDS" ] && tr -d ' \n' < "$IWCM_CMIDS"

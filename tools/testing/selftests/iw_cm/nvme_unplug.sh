@@ -14,50 +14,17 @@
 . "$(dirname "$0")/lib.sh"
 
 NQN=iwcm-selftest-nqn
-CFG=/sys/kernel/config/nvmet
 DELETE_TIMEOUT=${IWCM_NVME_DELETE_TIMEOUT:-90}
 
 iwcm_init nvme_unplug 8
 iwcm_require_cmd nvme fio rdma
 iwcm_setup_or_bail
 
-nvmet_cleanup() {
-	rm -f "$CFG/ports/1/subsystems/$NQN" 2>/dev/null
-	rmdir "$CFG/ports/1" 2>/dev/null
-	echo 0 > "$CFG/subsystems/$NQN/namespaces/1/enable" 2>/dev/null
-	rmdir "$CFG/subsystems/$NQN/namespaces/1" 2>/dev/null
-	rmdir "$CFG/subsystems/$NQN" 2>/dev/null
-}
-
-nvmet_setup() {
-	modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || return 1
-	modprobe nvmet || return 1
-	modprobe nvmet-rdma || return 1
-	mkdir -p "$CFG/subsystems/$NQN" || return 1
-	echo 1 > "$CFG/subsystems/$NQN/attr_allow_any_host" || return 1
-	mkdir -p "$CFG/subsystems/$NQN/namespaces/1" || return 1
-	echo /dev/nullb0 > "$CFG/subsystems/$NQN/namespaces/1/device_path" || return 1
-	echo 1 > "$CFG/subsystems/$NQN/namespaces/1/enable" || return 1
-	mkdir -p "$CFG/ports/1" || return 1
-	echo rdma > "$CFG/ports/1/addr_trtype"
-	echo ipv4 > "$CFG/ports/1/addr_adrfam"
-	echo "$IWCM_ADDR" > "$CFG/ports/1/addr_traddr"
-	echo 4420 > "$CFG/ports/1/addr_trsvcid"
-	ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN" || return 1
-}
-
-nvme_dev() {
-	local c
-	for c in /sys/class/nvme/nvme*; do
-		[ -e "$c/subsysnqn" ] && grep -qx "$NQN" "$c/subsysnqn" && { basename "$c"; return 0; }
-	done
-	return 1
-}
-
 nvme_ns_ready() { iwcm_nvme_bdev "$NQN" >/dev/null; }
+nvme_dev() { iwcm_nvme_ctrl "$NQN"; }
 
 ok=1
-if ! nvmet_setup; then
+if ! iwcm_nvmet_setup "$NQN" 4420; then
 	iwcm_log "nvmet-rdma target setup failed"
 	ok=0
 fi
@@ -134,7 +101,7 @@ fi
 
 nvme disconnect -n "$NQN" >/dev/null 2>&1
 iwcm_wait_for 30 bash -c '! ls /sys/class/nvme/ 2>/dev/null | grep -q .' 
-nvmet_cleanup
+iwcm_nvmet_cleanup "$NQN"
 modprobe -r nvme-rdma nvmet-rdma nvmet null_blk 2>/dev/null
 if ! nvme_dev >/dev/null; then
 	ktap_test_pass "controller gone, nvme-rdma/nvmet-rdma unloaded"

@@ -33,7 +33,7 @@ impl CmId {
             let Some(input) = ev.input() else {
                 drop(g);
                 provider_fault!(
-                    Some(&self.dev),
+                    Some(&self.dev_info),
                     "unknown provider event {}\n",
                     ev.raw.raw_type()
                 );
@@ -66,7 +66,7 @@ impl CmId {
                         self.waiters.notify_all();
                     }
                     provider_fault!(
-                        Some(&self.dev),
+                        Some(&self.dev_info),
                         "provider event {:?} in state {:?} dropped\n",
                         input,
                         from

@@ -177,8 +177,8 @@ pub(crate) type DevName = CBuf<64>;
 ///
 /// # Safety
 ///
-/// `dev` is the device of a live cm_id (every cm_id's device outlives it).
-unsafe fn copy_dev_name(dev: &IwDevice) -> DevName {
+/// `dev` is held by the caller (a ULP creating a cm_id on it).
+pub(super) unsafe fn copy_dev_name(dev: &IwDevice) -> DevName {
     let mut b = CBuf::new();
     // SAFETY: the device is live (caller); `dev_name` is a NUL-terminated
     // string, never NULL (iw_cm_exports.c).
@@ -220,8 +220,7 @@ impl CmId {
             id: self.table_id,
             role: g.role,
             state: g.state,
-            // SAFETY: `self` lives (the caller holds the registry lock).
-            dev: unsafe { copy_dev_name(&self.dev) },
+            dev: self.dev_info.name,
             addrs: [l, r, ml, mr],
             queued: g.events.len,
             delivering: g.delivery.map(|d| (d.since.elapsed().as_millis(), d.event)),
@@ -255,6 +254,7 @@ pub(crate) fn snapshot() -> Result<(usize, KVVec<Row>)> {
 }
 
 /// A NUL-terminated buffer for the C formatters.
+#[derive(Clone, Copy)]
 pub(crate) struct CBuf<const N: usize> {
     buf: [u8; N],
 }
@@ -267,6 +267,12 @@ impl<const N: usize> CBuf<N> {
     pub(crate) fn as_str(&self) -> &str {
         let n = self.buf.iter().position(|&c| c == 0).unwrap_or(N);
         core::str::from_utf8(&self.buf[..n]).unwrap_or("?")
+    }
+
+    /// The buffer as a C string (its last byte is never written: always
+    /// NUL-terminated), valid while `self` is.
+    pub(crate) fn as_char_ptr(&self) -> *const kernel::ffi::c_char {
+        self.buf.as_ptr().cast()
     }
 }
 
@@ -443,8 +449,7 @@ pub(crate) extern "C" fn iwcm_stuck_scan(threshold_ms: u32) -> bool {
                 state,
                 event: d.event,
                 handler: d.handler,
-                // SAFETY: `id` lives (the registry lock is held).
-                dev: unsafe { copy_dev_name(&id.dev) },
+                dev: id.dev_info.name,
                 ms,
             };
             // Within the capacity: no allocation under the locks.
@@ -495,8 +500,7 @@ impl CmId {
             state: g.state,
             event: d.event,
             handler: d.handler,
-            // SAFETY: `self` lives.
-            dev: unsafe { copy_dev_name(&self.dev) },
+            dev: self.dev_info.name,
             ms: d.since.elapsed().as_millis(),
         })
     }

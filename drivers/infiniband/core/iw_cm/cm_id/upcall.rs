@@ -51,7 +51,7 @@ pub(super) fn report_event_faults(this: &CmId, src: &RawCmEvent, f: Faults, refu
             )
         };
     }
-    match fault_log(Some(&this.dev)) {
+    match fault_log(Some(&this.dev_info)) {
         FaultLog::Info => say!(pr_info),
         FaultLog::Silent => {}
         FaultLog::Warn => {
@@ -81,7 +81,7 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
         provider_data: !src.provider_data.is_null(),
     };
     let lim = event_check::Limits {
-        max_rd_atom: this.dev.max_rd_atom(),
+        max_rd_atom: this.dev_info.max_rd_atom,
     };
     let (checked, copy_pdata, mut faults) = match event_check::check(&fields, &lim) {
         Verdict::Refuse(f) => {
@@ -200,7 +200,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
     // the listener's slots are full.
     let child = if is_request {
         let (handler, context) = this.raw.handler_context();
-        match CmId::new_child(this.dev, handler, context) {
+        match CmId::new_child(this, handler, context) {
             Ok(c) => Some(c),
             Err(_) => return ENOMEM.to_errno(),
         }
@@ -232,7 +232,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
         // Slots are reserved by listen, connect and accept: a cm_id
         // without any never gave the provider a reason to call it.
         provider_fault!(
-            Some(&this.dev),
+            Some(&this.dev_info),
             "provider event {} on a cm_id that is not connecting, accepting or listening\n",
             src.event
         );
@@ -289,7 +289,7 @@ pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     if dec.is_err() {
         provider_fault!(
-            Some(&b.dev),
+            Some(&b.dev_info),
             "rem_ref without a matching add_ref: ignored\n"
         );
         return;

@@ -1,0 +1,117 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# NFS/RDMA over siw, server and client in one guest (nfsd's svcrdma and the
+# client's xprtrdma, both in rpcrdma.ko), with the iw_cm under test:
+# nfsd exports a tmpfs and listens for RDMA on 20049, the client mounts it
+# (vers=4.1, proto=rdma, soft), fio with crc32c verify, the rdma_cm ids
+# and (ours) the cm_id table show the connection, `rdma link delete` under
+# fio (bounded), `rdma link add` again, recovery shown by an 8 MB write and
+# read-back, link flaps under fio, unmount, nfsd stopped, no id left.
+# Times (mount, delete, recovery) in the report line at the end.  Needs
+# the ULP flavour of the test kernel (tools/kernel/ulp.fragment), Debian's
+# nfs-kernel-server and rpcbind.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ulp_lib.sh"
+
+PORT=20049
+iwcm_init nfs_rdma 13 rpc.nfsd exportfs rpc.mountd mount.nfs fio
+ulp_require_modules "NFS/RDMA" nfsd nfsv4 rpcrdma
+iwcm_setup_or_bail
+
+state=$IWCM_TMP/nfs
+export_dir=$state/export
+mnt=$state/mnt
+mkdir -p "$state"
+
+nfsd_start() {
+	modprobe nfsd && modprobe rpcrdma && modprobe nfsv4 || return 1
+	# nfs-utils' state on the read-only root: a tmpfs of its own.
+	mount -t tmpfs tmpfs /var/lib/nfs || return 1
+	mkdir -p /var/lib/nfs/v4recovery /var/lib/nfs/sm /var/lib/nfs/sm.bak
+	: > /var/lib/nfs/etab; : > /var/lib/nfs/rmtab
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
+	mkdir -p "$export_dir" "$mnt"
+	mount -t tmpfs -o size=256M tmpfs "$export_dir" || return 1
+	if command -v rpcbind >/dev/null; then
+		mkdir -p /run/rpcbind
+		rpcbind -w || iwcm_log "rpcbind did not start (NFSv4 does not need it)"
+	fi
+	exportfs -o rw,fsid=0,no_root_squash,insecure,no_subtree_check \
+		"${IWCM_ADDR%.*}.0/$IWCM_PREFIX:$export_dir" || return 1
+	rpc.mountd -N 2 -N 3 || return 1
+	# v4 only, 10 s grace and lease instead of 90 (the client's first
+	# OPEN waits for the grace period to end).
+	rpc.nfsd -N 3 -G 10 -L 10 --rdma="$PORT" 4 || return 1
+	grep -q "rdma $PORT" /proc/fs/nfsd/portlist
+}
+
+nfsd_stop() {
+	timeout -k 5 60 rpc.nfsd 0
+	timeout -k 5 30 exportfs -ua
+	pkill -x rpc.mountd
+	pkill -x rpcbind
+	umount "$export_dir" 2>/dev/null
+	umount /proc/fs/nfsd 2>/dev/null
+	umount /var/lib/nfs 2>/dev/null
+}
+
+nfs_mounted() { mountpoint -q "$mnt"; }
+
+ok=1
+if nfsd_start; then
+	iwcm_log "nfsd: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+	ktap_test_pass "nfsd exports a tmpfs, RDMA listener on $PORT"
+else
+	ktap_test_fail "nfsd exports a tmpfs, RDMA listener on $PORT"
+	ok=0
+fi
+
+if [ $ok -eq 1 ] && ulp_timed secs 120 mount -t nfs4 \
+		-o vers=4.1,proto=rdma,port=$PORT,soft "$IWCM_ADDR:/" "$mnt" \
+		>"$IWCM_TMP/mount.log" 2>&1; then
+	ulp_note mount_s "$secs"
+	iwcm_log "$(grep " $mnt " /proc/mounts)"
+	ktap_test_pass "mount -t nfs4 -o vers=4.1,proto=rdma ($secs s)"
+else
+	iwcm_show_log "$IWCM_TMP/mount.log"
+	ktap_test_fail "mount -t nfs4 -o vers=4.1,proto=rdma"
+	ok=0
+fi
+
+if [ $ok -eq 1 ]; then
+	iwcm_check "the NFS/RDMA connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
+		ulp_ids_shown "$PORT"
+	ulp_fio_verified "$mnt/fio.dat" 5
+	ulp_unplug_relink "$mnt/fio.dat"
+	ulp_recovered "$mnt" "NFS/RDMA"
+	ulp_flaps "$mnt/fio.dat" "$mnt" "NFS/RDMA"
+else
+	for i in $(seq 8); do ktap_test_skip "not run: no NFS/RDMA mount"; done
+fi
+
+if nfs_mounted; then
+	ulp_timed secs 60 umount "$mnt"
+	rc=$?
+	ulp_note umount_s "$secs"
+	if [ $rc -ne 0 ]; then
+		umount -l "$mnt"
+		iwcm_check "umount (status $rc after $secs s)" false
+	else
+		iwcm_check "umount ($secs s)" true
+	fi
+else
+	ktap_test_skip "umount: not mounted"
+fi
+nfsd_stop
+# The client's and the server's ids go once their transports are closed:
+# no rdma_cm id with the port left.
+nfs_ids_gone() { ! iwcm_dev_cm_ids | grep -qE "(src|dst)-addr +[0-9.]+:$PORT "; }
+if iwcm_wait_for 60 nfs_ids_gone; then
+	ktap_test_pass "nfsd stopped, no rdma_cm id with port $PORT left"
+else
+	iwcm_dev_cm_ids | while IFS= read -r l; do iwcm_log "left: $l"; done
+	ktap_test_fail "nfsd stopped, no rdma_cm id with port $PORT left"
+fi
+ulp_report
+iwcm_finish

@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Shared by the in-kernel ULP selftests (nfs_rdma.sh, smb_direct.sh): the
+# phases every ULP goes through, with either iw_cm, on a mounted file system
+# MNT:
+#
+#   ulp_ids_shown PORT          the ULP's rdma_cm ids on the link (both
+#                               iw_cms), and ours' cm_id table holding them
+#   ulp_fio_verified FILE SECS  fio with crc32c verify, must end clean
+#   ulp_unplug_relink FILE      fio running, `rdma link delete` 5 s in
+#                               (bounded, timed), the link added again, fio's
+#                               end: no verify mismatch
+#   ulp_recovered MNT           an 8 MB write and read-back (page cache
+#                               dropped) within IWCM_ULP_RECOVER_TIMEOUT s
+#   ulp_flaps FILE              `ip link set` down and up under fio, repeated
+#
+# Each sets ULP_* variables with what it measured (times, exit statuses),
+# logged as KTAP diagnostics and summed up by ulp_report.  These tests need
+# the ULP flavour of the test kernel (tools/kernel/ulp.fragment); on another
+# kernel they SKIP with the reason.
+
+ULP_DELETE_TIMEOUT=${IWCM_ULP_DELETE_TIMEOUT:-90}
+ULP_RECOVER_TIMEOUT=${IWCM_ULP_RECOVER_TIMEOUT:-120}
+# Seconds of fio around the unplug (the delete comes 5 s in) and around the
+# flaps.
+ULP_FIO_SECS=${IWCM_ULP_FIO_SECS:-30}
+ULP_FLAPS=${IWCM_ULP_FLAPS:-3}
+ULP_REPORT=()
+
+# ulp_require_modules WHAT MODULE...: SKIP the test unless the running
+# kernel has every MODULE.
+ulp_require_modules() {
+	local what=$1 m
+	shift
+	for m in "$@"; do
+		modinfo "$m" >/dev/null 2>&1 ||
+			iwcm_skip_all "$what: this kernel has no $m module (the ULP flavour of the test kernel has: IWCM_KFLAVOUR=ulp, tools/kernel/ulp.fragment)"
+	done
+}
+
+# ulp_note KEY VALUE: one figure for the report line at the end.
+ulp_note() {
+	ULP_REPORT+=("$1=$2")
+	iwcm_log "figure: $1=$2"
+}
+
+# ulp_report: the test's figures on one line (the closing notes quote it).
+ulp_report() {
+	iwcm_log "$IWCM_NAME report (iw_cm $IWCM_IMPL): ${ULP_REPORT[*]}"
+}
+
+# ulp_timed VAR SECONDS CMD...: CMD bounded by SECONDS (then killed);
+# its wall time in VAR; its status.
+ulp_timed() {
+	local var=$1 secs=$2 t rc
+	shift 2
+	t=$(__iwcm_now)
+	timeout -k 5 "$secs" "$@"
+	rc=$?
+	printf -v "$var" '%s' "$(__iwcm_elapsed "$t")"
+	return $rc
+}
+
+# ulp_ids_shown PORT: a connection of the ULP on the link: an rdma_cm id in
+# state CONNECT with TCP port PORT on $IWCM_RDEV (rdma resource show cm_id,
+# either iw_cm), and with ours the cm_id table (debugfs iw_cm/cm_ids) holding
+# rows with that port.
+ulp_ids_shown() {
+	local port=$1 ids n rows
+	ids=$(iwcm_dev_cm_ids | grep -E "(src|dst)-addr +[0-9.]+:$port ")
+	n=$(grep -cE " state +CONNECT " <<<"$ids")
+	printf '%s\n' "$ids" | head -n 8 | while IFS= read -r l; do iwcm_log "  rdma_cm: $l"; done
+	ulp_note rdma_cm_ids_port_$port "$(grep -c . <<<"$ids")"
+	[ "$n" -ge 1 ] || { iwcm_log "no connected rdma_cm id with port $port"; return 1; }
+	[ "$IWCM_IMPL" = rust ] || return 0
+	rows=$(grep -cE ":$port( |$)" /sys/kernel/debug/iw_cm/cm_ids 2>/dev/null)
+	grep -E ":$port( |$)" /sys/kernel/debug/iw_cm/cm_ids 2>/dev/null | head -n 8 |
+		while IFS= read -r l; do iwcm_log "  iw_cm/cm_ids: $l"; done
+	ulp_note cm_id_table_rows_port_$port "$rows"
+	[ "$rows" -ge 2 ]
+}
+
+# ulp_fio VAR LOG FILE SECS [fio options...]: fio in the background on FILE
+# (16 MB, 4 KB random writes, crc32c verify of what it wrote, fatal on a
+# mismatch), time-based for SECS; its pid in VAR.
+ulp_fio() {
+	local var=$1 log=$2 file=$3 secs=$4
+	shift 4
+	iwcm_spawn "$var" "$log" fio --name=ulp --filename="$file" --size=16M \
+		--ioengine=psync --rw=randwrite --bs=4k --direct=1 \
+		--verify=crc32c --verify_backlog=64 --verify_fatal=1 \
+		--time_based --runtime="$secs" --output-format=normal "$@"
+}
+
+# ulp_fio_mismatch LOG: fio reported a verify mismatch.
+ulp_fio_mismatch() {
+	grep -qiE "verify: bad|bad magic|verify failed|crc32c: verify" "$1"
+}
+
+# ulp_fio_summary LOG: fio's error lines and totals as diagnostics.
+ulp_fio_summary() {
+	grep -E "err=|io_u error|issued rwts|WRITE:|READ:" "$1" | head -n 8 |
+		while IFS= read -r l; do iwcm_log "  fio: $l"; done
+}
+
+# ulp_fio_verified FILE SECS: fio for SECS must exit 0 without a mismatch.
+# One KTAP result.
+ulp_fio_verified() {
+	local file=$1 secs=$2 pid rc log=$IWCM_TMP/fio-verified.log
+	ulp_fio pid "$log" "$file" "$secs"
+	iwcm_wait "$pid" $((secs + 120))
+	rc=$?
+	ulp_fio_summary "$log"
+	if [ $rc -eq 0 ] && ! ulp_fio_mismatch "$log"; then
+		ktap_test_pass "fio ${secs} s, crc32c verified, on $file"
+	else
+		iwcm_show_log "$log"
+		ktap_test_fail "fio ${secs} s, crc32c verified, on $file (exit $rc)"
+	fi
+}
+
+__ulp_relink() {
+	rdma link add "$IWCM_RDEV" type siw netdev "$IWCM_NETDEV" &&
+		iwcm_wait_for 10 __iwcm_port_active
+}
+
+# ulp_unplug_relink FILE: fio on FILE for ULP_FIO_SECS, `rdma link delete`
+# 5 s in (bounded by ULP_DELETE_TIMEOUT), the link added again at once;
+# fio's end waited for.  Three KTAP results: the delete returned, the link
+# came back, no verify mismatch.  ULP_RELINKED: when the link came back.
+ULP_RELINKED=
+ulp_unplug_relink() {
+	local file=$1 pid rc drc secs frc log=$IWCM_TMP/fio-unplug.log
+	ulp_fio pid "$log" "$file" "$ULP_FIO_SECS"
+	sleep 5
+	ulp_timed secs "$ULP_DELETE_TIMEOUT" rdma link delete "$IWCM_RDEV"
+	drc=$?
+	ulp_note delete_s "$secs"
+	if [ $drc -ne 0 ]; then
+		iwcm_diag "rdma link delete: status $drc"
+		iwcm_check "rdma link delete under I/O returns (status $drc after $secs s)" false
+	else
+		iwcm_check "rdma link delete under I/O returns ($secs s)" true
+	fi
+	if __ulp_relink; then
+		ULP_RELINKED=$(__iwcm_now)
+		ktap_test_pass "rdma link add $IWCM_RDEV again, port ACTIVE"
+	else
+		ULP_RELINKED=
+		ktap_test_fail "rdma link add $IWCM_RDEV again, port ACTIVE"
+	fi
+	iwcm_wait "$pid" $((ULP_FIO_SECS + ULP_RECOVER_TIMEOUT))
+	frc=$?
+	[ $frc -ne 124 ] || iwcm_diag "fio still running after the unplug"
+	ulp_note fio_unplug_exit "$frc"
+	ulp_fio_summary "$log"
+	if ulp_fio_mismatch "$log"; then
+		iwcm_show_log "$log"
+		ktap_test_fail "fio across the unplug: no verify mismatch (exit $frc)"
+	elif [ $frc -eq 124 ]; then
+		ktap_test_fail "fio across the unplug: ended (still running after $((ULP_FIO_SECS + ULP_RECOVER_TIMEOUT)) s)"
+	else
+		ktap_test_pass "fio across the unplug: no verify mismatch (exit $frc)"
+	fi
+}
+
+# ulp_readback TARGET: 8 MB of random data written to TARGET (a mounted
+# file system: a file there, with fsync; a block device: at 64 MB, direct
+# I/O), the page cache dropped, read back and compared; each step bounded
+# to 60 s.
+ulp_readback() {
+	local t=$1 ref=$IWCM_TMP/readback.ref
+	[ -s "$ref" ] || head -c 8M /dev/urandom > "$ref"
+	if [ -b "$t" ]; then
+		timeout -k 5 60 dd if="$ref" of="$t" bs=1M seek=64 oflag=direct conv=fsync status=none || return 1
+		timeout -k 5 60 dd if="$t" of="$IWCM_TMP/readback.got" bs=1M skip=64 count=8 iflag=direct status=none || return 1
+		cmp -s "$ref" "$IWCM_TMP/readback.got"
+		return
+	fi
+	timeout -k 5 60 rm -f "$t/readback" 2>/dev/null
+	timeout -k 5 60 dd if="$ref" of="$t/readback" bs=1M conv=fsync status=none || return 1
+	echo 3 > /proc/sys/vm/drop_caches
+	timeout -k 5 60 cmp -s "$ref" "$t/readback"
+}
+
+# ulp_recovered MNT WHAT: the ULP came back after the relink: ulp_readback
+# retried (each try bounded) until ULP_RECOVER_TIMEOUT s after the relink.
+# One KTAP result; the recovery time (relink to a good read-back) noted.
+ulp_recovered() {
+	local mnt=$1 what=$2 end ok=0 secs
+	if [ -z "$ULP_RELINKED" ]; then
+		ktap_test_fail "$what recovers after the relink: the link did not come back"
+		return
+	fi
+	end=$((SECONDS + ULP_RECOVER_TIMEOUT))
+	while [ $SECONDS -lt $end ]; do
+		if ulp_readback "$mnt"; then
+			ok=1
+			break
+		fi
+		sleep 1
+	done
+	secs=$(__iwcm_elapsed "$ULP_RELINKED")
+	ulp_note recover_s "$secs"
+	if [ $ok -eq 1 ]; then
+		ktap_test_pass "$what recovers after the relink: 8 MB written and read back ($secs s after the relink)"
+	else
+		iwcm_diag "no recovery"
+		ktap_test_fail "$what recovers after the relink: no good 8 MB read-back within $ULP_RECOVER_TIMEOUT s"
+	fi
+}
+
+# ulp_flaps FILE MNT WHAT [fio options...]: fio on FILE while the netdev goes down for 2 s
+# and up again ULP_FLAPS times, 3 s apart; then what fio did (noted), no
+# verify mismatch, and a good read-back on MNT afterwards.  Two KTAP
+# results.
+ulp_flaps() {
+	local file=$1 mnt=$2 what=$3 pid frc i log=$IWCM_TMP/fio-flaps.log
+	shift 3
+	ulp_fio pid "$log" "$file" $((ULP_FLAPS * 5 + 5)) "$@"
+	sleep 3
+	for ((i = 1; i <= ULP_FLAPS; i++)); do
+		ip link set "$IWCM_NETDEV" down
+		sleep 2
+		ip link set "$IWCM_NETDEV" up
+		iwcm_wait_for 10 __iwcm_port_active || iwcm_log "flap $i: port not ACTIVE 10 s after up"
+		sleep 3
+	done
+	iwcm_wait "$pid" $((ULP_FLAPS * 5 + 5 + ULP_RECOVER_TIMEOUT))
+	frc=$?
+	ulp_note fio_flaps_exit "$frc"
+	ulp_fio_summary "$log"
+	if ulp_fio_mismatch "$log" || [ $frc -eq 124 ]; then
+		iwcm_show_log "$log"
+		ktap_test_fail "fio through $ULP_FLAPS link flaps: ended, no verify mismatch (exit $frc)"
+	else
+		ktap_test_pass "fio through $ULP_FLAPS link flaps: ended, no verify mismatch (exit $frc)"
+	fi
+	ULP_RELINKED=$(__iwcm_now)
+	ulp_recovered "$mnt" "$what after the flaps"
+}
