@@ -11,6 +11,8 @@
 #   make check-all  make check plus the whole C iw_cm suite and the nvme-rdma stress
 #   make soak DURATION=100m   siw unplug soak in the VM until the time is up
 #   make bench      C against Rust iw_cm in one VM boot (ABBA): ratios, report, plots
+#   make ulp-loop BOOTS=20 [TESTS="nfs_rdma.sh ..."]   the in-kernel ULP selftests,
+#                   boot after boot with each iw_cm (tools/stress/ulp-loop.sh)
 #   make demo       the main command: build, boot, load our iw_cm, run the scenarios
 #   make vm CMD=".."  run a command in the test VM
 #   make hosttest   userspace cargo tests of the connection state machine
@@ -32,7 +34,7 @@ DURATION ?= 10m
 
 ROUNDS ?= 5
 
-.PHONY: all modules siw rdma_cm deps kernel check check-all soak bench demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
+.PHONY: all modules siw rdma_cm deps kernel check check-all soak bench ulp-loop demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
 
 all: modules
 
@@ -83,6 +85,11 @@ soak: kernel modules siw rdma_cm
 # boot and writes results/bench-<time>/report.md with SVG plots.
 bench:
 	$(TOP)/tools/bench/bench.sh $(ROUNDS)
+
+BOOTS ?= 5
+TESTS ?= nfs_rdma.sh smb_direct.sh iser.sh
+ulp-loop: deps
+	$(TOP)/tools/stress/ulp-loop.sh $(BOOTS) $(TESTS)
 
 demo:
 	$(TOP)/tools/demo.sh

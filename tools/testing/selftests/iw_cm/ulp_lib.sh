@@ -103,11 +103,12 @@ ulp_fio_summary() {
 		while IFS= read -r l; do iwcm_log "  fio: $l"; done
 }
 
-# ulp_fio_verified FILE SECS: fio for SECS must exit 0 without a mismatch.
-# One KTAP result.
+# ulp_fio_verified FILE SECS [fio options...]: fio for SECS must exit 0
+# without a mismatch.  One KTAP result.
 ulp_fio_verified() {
 	local file=$1 secs=$2 pid rc log=$IWCM_TMP/fio-verified.log
-	ulp_fio pid "$log" "$file" "$secs"
+	shift 2
+	ulp_fio pid "$log" "$file" "$secs" "$@"
 	iwcm_wait "$pid" $((secs + 120))
 	rc=$?
 	ulp_fio_summary "$log"
@@ -124,14 +125,15 @@ __ulp_relink() {
 		iwcm_wait_for 10 __iwcm_port_active
 }
 
-# ulp_unplug_relink FILE: fio on FILE for ULP_FIO_SECS, `rdma link delete`
+# ulp_unplug_relink FILE [fio options...]: fio on FILE for ULP_FIO_SECS, `rdma link delete`
 # 5 s in (bounded by ULP_DELETE_TIMEOUT), the link added again at once;
 # fio's end waited for.  Three KTAP results: the delete returned, the link
 # came back, no verify mismatch.  ULP_RELINKED: when the link came back.
 ULP_RELINKED=
 ulp_unplug_relink() {
 	local file=$1 pid rc drc secs frc log=$IWCM_TMP/fio-unplug.log
-	ulp_fio pid "$log" "$file" "$ULP_FIO_SECS"
+	shift
+	ulp_fio pid "$log" "$file" "$ULP_FIO_SECS" "$@"
 	sleep 5
 	ulp_timed secs "$ULP_DELETE_TIMEOUT" rdma link delete "$IWCM_RDEV"
 	drc=$?

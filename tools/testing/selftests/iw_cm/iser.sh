@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# iSER over siw, target and initiator in one guest: LIO's isert target (a
+# fileio LUN on tmpfs, configured through configfs) and open-iscsi with the
+# ib_iser initiator, with the iw_cm under test: login over iSER, fio with
+# crc32c verify on the LUN, the rdma_cm ids and (ours) the cm_id table show
+# the connection, `rdma link delete` under fio (bounded: isert's
+# DEVICE_REMOVAL handler waits for its connection to go down and returns
+# 1; ib_iser destroys its QP in its handler), `rdma link add` again,
+# recovery shown by an 8 MB direct write and read-back, link flaps under
+# fio, logout, no id left.
+#
+# isert's portal listener is destroyed by DEVICE_REMOVAL (its handler
+# returns -1 and nothing listens again but on ADDR_CHANGE), so after the
+# relink the portal's iSER is switched off and on again (what an
+# administrator does); iscsid's session recovery then logs in again.
+#
+# LIO opens a TCP listener at a portal's address before it adds iSER at
+# the same address; with siw (iWARP over the host's own TCP) the iSER
+# listener needs that very TCP port, so the portal is created from a
+# network namespace of its own (a dummy netdev with the same address),
+# where LIO's TCP listener lives, and iSER is added from the initial one,
+# where siw runs.  targetcli is not used: it cannot run without D-Bus in
+# the test guest.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ulp_lib.sh"
+
+PORT=3260
+IQN=iqn.2026-12.org.iwcm:selftest
+INIT_IQN=iqn.2026-12.org.iwcm:initiator
+NS=iwcm-iscsi-tcp
+T=/sys/kernel/config/target
+iwcm_init iser 13 iscsiadm iscsid nsenter fio
+ulp_require_modules "iSER" target_core_mod target_core_file iscsi_target_mod ib_isert ib_iser sd_mod
+iwcm_setup_or_bail
+
+state=$IWCM_TMP/iser
+tpg=$T/iscsi/$IQN/tpgt_1
+np=$tpg/np/$IWCM_ADDR:$PORT
+mkdir -p "$state/backing" "$state/etc-iscsi"
+
+lio_start() {
+	modprobe -a target_core_mod target_core_file iscsi_target_mod ib_isert || return 1
+	mount -t tmpfs -o size=160M tmpfs "$state/backing" || return 1
+	mkdir -p "$T/core/fileio_0/iser0" || return 1
+	echo "fd_dev_name=$state/backing/disk.img,fd_dev_size=$((128 << 20))" \
+		> "$T/core/fileio_0/iser0/control" || return 1
+	echo 1 > "$T/core/fileio_0/iser0/enable" || return 1
+	mkdir -p "$tpg/lun/lun_0" || return 1
+	ln -s "$T/core/fileio_0/iser0" "$tpg/lun/lun_0/iser0" || return 1
+	echo 0 > "$tpg/attrib/authentication"
+	echo 1 > "$tpg/attrib/generate_node_acls"
+	echo 0 > "$tpg/attrib/demo_mode_write_protect"
+	echo 1 > "$tpg/attrib/cache_dynamic_acls"
+	ip netns add "$NS" || return 1
+	ip -n "$NS" link set lo up
+	ip -n "$NS" link add d0 type dummy || return 1
+	ip -n "$NS" addr add "$IWCM_ADDR/$IWCM_PREFIX" dev d0
+	ip -n "$NS" link set d0 up
+	nsenter --net="/run/netns/$NS" mkdir "$np" || return 1
+	echo 1 > "$np/iser" || return 1
+	echo 1 > "$tpg/enable" || return 1
+	iwcm_wait_listen "$PORT" 20
+}
+
+lio_stop() {
+	echo 0 > "$tpg/enable" 2>/dev/null
+	[ -d "$np" ] && { echo 0 > "$np/iser"; rmdir "$np"; }
+	rm -f "$tpg/lun/lun_0/iser0"
+	rmdir "$tpg/lun/lun_0" "$tpg" "$T/iscsi/$IQN" 2>/dev/null
+	rmdir "$T/core/fileio_0/iser0" "$T/core/fileio_0" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+	umount "$state/backing" 2>/dev/null
+}
+
+initiator_start() {
+	modprobe -a ib_iser sd_mod || return 1
+	# open-iscsi's node records and lock: writable places of their own.
+	cp -a /etc/iscsi/. "$state/etc-iscsi/"
+	mount -t tmpfs tmpfs /etc/iscsi || return 1
+	cp -a "$state/etc-iscsi/." /etc/iscsi/
+	echo "InitiatorName=$INIT_IQN" > /etc/iscsi/initiatorname.iscsi
+	[ -d /var/lib/iscsi ] && mount -t tmpfs tmpfs /var/lib/iscsi
+	mkdir -p /run/lock/iscsi
+	iwcm_spawn iscsid_pid "$IWCM_TMP/iscsid.log" iscsid -f
+	iwcm_wait_for 10 test -S /run/iscsid.sock -o -e /run/iscsid.pid
+	iscsiadm -m node -o new -T "$IQN" -p "$IWCM_ADDR:$PORT" -I iser >"$IWCM_TMP/node.log" 2>&1 || {
+		iwcm_show_log "$IWCM_TMP/node.log"; return 1; }
+}
+
+# The LUN's block device (sdX) of the iSER session.
+lun_dev() {
+	local b
+	for b in /sys/class/iscsi_session/session*/device/target*/*/block/*; do
+		[ -e "$b" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+lun_ready() { local d; d=$(lun_dev) && [ -b "$d" ]; }
+
+ok=1
+if lio_start; then
+	ktap_test_pass "LIO target: fileio LUN, iSER portal on $IWCM_ADDR:$PORT"
+else
+	ktap_test_fail "LIO target: fileio LUN, iSER portal on $IWCM_ADDR:$PORT"
+	ok=0
+fi
+if [ $ok -eq 1 ] && initiator_start &&
+		ulp_timed secs 120 iscsiadm -m node -T "$IQN" -p "$IWCM_ADDR:$PORT" -I iser --login \
+		>"$IWCM_TMP/login.log" 2>&1 && iwcm_wait_for 30 lun_ready; then
+	ulp_note login_s "$secs"
+	dev=$(lun_dev)
+	iwcm_log "logged in: $dev"
+	ktap_test_pass "iscsiadm --login over iSER ($secs s), LUN at $dev"
+else
+	iwcm_show_log "$IWCM_TMP/login.log"
+	iwcm_show_log "$IWCM_TMP/iscsid.log"
+	ktap_test_fail "iscsiadm --login over iSER"
+	ok=0
+fi
+
+if [ $ok -eq 1 ]; then
+	iwcm_check "the iSER connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
+		ulp_ids_shown "$PORT"
+	ulp_fio_verified "$dev" 5 --allow_file_create=0
+	ulp_unplug_relink "$dev" --allow_file_create=0
+	# The portal's listener went with the device: iSER off and on again.
+	echo 0 > "$np/iser" && echo 1 > "$np/iser" && iwcm_wait_listen "$PORT" 20 ||
+		iwcm_log "the iSER portal did not listen again"
+	iwcm_wait_for 60 lun_ready
+	dev=$(lun_dev)
+	ulp_recovered "$dev" "iSER"
+	ulp_flaps "$dev" "$dev" "iSER" --allow_file_create=0
+else
+	for i in $(seq 8); do ktap_test_skip "not run: no iSER session"; done
+fi
+
+if [ $ok -eq 1 ]; then
+	ulp_timed secs 60 iscsiadm -m node -T "$IQN" -p "$IWCM_ADDR:$PORT" -I iser --logout \
+		>"$IWCM_TMP/logout.log" 2>&1
+	rc=$?
+	ulp_note logout_s "$secs"
+	[ $rc -eq 0 ] || iwcm_show_log "$IWCM_TMP/logout.log"
+	iwcm_check "iscsiadm --logout ($secs s, status $rc)" [ $rc -eq 0 ]
+else
+	ktap_test_skip "logout: not logged in"
+fi
+kill "${iscsid_pid:-0}" 2>/dev/null
+lio_stop
+umount /var/lib/iscsi 2>/dev/null
+umount /etc/iscsi 2>/dev/null
+iser_ids_gone() { ! iwcm_dev_cm_ids | grep -qE "(src|dst)-addr +[0-9.]+:$PORT "; }
+if iwcm_wait_for 60 iser_ids_gone; then
+	ktap_test_pass "target stopped, no rdma_cm id with port $PORT left"
+else
+	iwcm_dev_cm_ids | while IFS= read -r l; do iwcm_log "left: $l"; done
+	ktap_test_fail "target stopped, no rdma_cm id with port $PORT left"
+fi
+ulp_report
+iwcm_finish
