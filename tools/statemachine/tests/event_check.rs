@@ -116,22 +116,20 @@ fn well_formed_events_pass_unchanged_and_without_faults() {
             _ => f.status == 0 || errno(f.status),
         };
         let fam_ok = !matches!(f.kind, Kind::ConnectRequest | Kind::ConnectReply)
-            || (matches!(f.local_family, 2 | 10) && f.local_family == f.remote_family);
+            || (matches!(f.local_family, 2 | 10) && f.local_family == f.remote_family)
+            || (f.kind == Kind::ConnectReply && (f.local_family, f.remote_family) == (0, 0));
         let pd_ok = f.pdata_len == 0
             || (pdata_allowed(f.kind, f.status) && f.pdata_addr >= MIN_PDATA_ADDR && f.pdata_len <= 512)
             || (f.kind == Kind::ConnectReply && status_ok && !pdata_allowed(f.kind, f.status));
-        // (DISCONNECT and CLOSE: ird/ord cleared, never a fault.)
-        let irdord_ok = match f.kind {
-            Kind::Disconnect | Kind::Close => true,
-            _ => f.ird <= 16 && f.ord <= 16,
-        };
+        // (ird/ord: clamped or cleared, never a fault.)
+        let irdord_ok = true;
         let pv_ok = f.kind != Kind::ConnectRequest || f.provider_data;
         let well_formed = status_ok && fam_ok && pd_ok && irdord_ok && pv_ok;
         match v {
             Verdict::Deliver { status, ird, ord, faults, .. } => {
                 assert_eq!(faults.is_empty(), well_formed, "{f:?} -> {v:?}");
                 if well_formed && !matches!(f.kind, Kind::Disconnect | Kind::Close) {
-                    assert_eq!((status, ird, ord), (f.status, f.ird, f.ord));
+                    assert_eq!((status, ird, ord), (f.status, f.ird.min(16), f.ord.min(16)));
                 } else if well_formed {
                     assert_eq!((status, ird, ord), (f.status, 0, 0));
                 }
@@ -210,4 +208,36 @@ fn qedr_failed_passive_connection_is_delivered_as_c_does() {
         check(&bad, &LIM),
         Verdict::Deliver { status: 0, faults, .. } if faults.contains(Faults::BAD_STATUS)
     ));
+}
+
+/// qedr's CONNECT_REPLY has no addresses (family 0) and the peer's
+/// ird/ord unclamped (its limit is 32): delivered, the cm_id's own
+/// addresses standing in, ird/ord clamped, no fault.  A request without
+/// addresses is still refused.
+#[test]
+fn qedr_connect_reply_without_addresses_is_not_a_fault() {
+    let rep = Fields {
+        kind: Kind::ConnectReply,
+        status: 0,
+        pdata_addr: 0,
+        pdata_len: 0,
+        ird: 64,
+        ord: 64,
+        local_family: 0,
+        remote_family: 0,
+        provider_data: false,
+    };
+    assert_eq!(
+        check(&rep, &LIM),
+        Verdict::Deliver {
+            status: 0,
+            copy_pdata: false,
+            ird: 16,
+            ord: 16,
+            use_addrs: false,
+            faults: Faults::NONE
+        }
+    );
+    let req = Fields { kind: Kind::ConnectRequest, provider_data: true, ..rep };
+    assert!(matches!(check(&req, &LIM), Verdict::Refuse(f) if f.contains(Faults::BAD_FAMILY)));
 }

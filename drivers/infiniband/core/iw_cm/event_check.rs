@@ -21,7 +21,7 @@
 //! | private data | only on CONNECT_REQUEST and on CONNECT_REPLY with status 0, -ECONNRESET or -ECONNREFUSED (the peer's MPA reject: siw reports it as -ECONNRESET, iw_cxgb4 as -ECONNREFUSED; rdma_cm hands it to the ULP as REJECTED) | not copied; not read at all, and not a fault, for the other failed CONNECT_REPLYs (siw passes on whatever it buffered with every failure) |
 //! | private data length | at most 512 (RFC 5044 MPA limit) | CONNECT_REQUEST refused, otherwise not copied |
 //! | private data pointer | not NULL and not in the first page when the length is non-zero; readable ([`Fields::pdata_addr`] and the glue's `copy_from_kernel_nofault`) | CONNECT_REQUEST refused, otherwise not copied |
-//! | ird / ord | at most the device's `max_qp_rd_atom` / `max_qp_init_rd_atom` (the larger of the two) on CONNECT_REQUEST, CONNECT_REPLY and ESTABLISHED; ignored on DISCONNECT and CLOSE (cleared, not a fault: qedr fills them on every event) | clamped |
+//! | ird / ord | at most the device's `max_qp_rd_atom` / `max_qp_init_rd_atom` (the larger of the two) on CONNECT_REQUEST, CONNECT_REPLY and ESTABLISHED; ignored on DISCONNECT and CLOSE (qedr fills them on every event) | clamped, cleared on DISCONNECT and CLOSE; never a fault (siw and qedr pass the peer's values on unclamped) |
 //! | addresses | AF_INET or AF_INET6, local and remote of one family, on CONNECT_REQUEST and CONNECT_REPLY (the events whose addresses iw_cm and rdma_cm use) | CONNECT_REQUEST refused; CONNECT_REPLY: the cm_id's own addresses are used |
 //! | provider_data | not NULL on CONNECT_REQUEST (the provider object iw_accept/iw_reject hand back) | refused |
 //!
@@ -125,8 +125,6 @@ impl Faults {
     pub const PDATA_TOO_LONG: Faults = Faults(1 << 3);
     /// A NULL, near-NULL or unreadable private data pointer.
     pub const PDATA_BAD_POINTER: Faults = Faults(1 << 4);
-    /// IRD or ORD beyond the device's limit (or set where none belongs).
-    pub const IRD_ORD: Faults = Faults(1 << 5);
     /// An address family iw_cm cannot use, or two different ones.
     pub const BAD_FAMILY: Faults = Faults(1 << 6);
     /// CONNECT_REQUEST without a provider object.
@@ -263,12 +261,12 @@ pub fn check(f: &Fields, lim: &Limits) -> Verdict {
     // IRD/ORD.
     let (mut ird, mut ord) = (f.ird, f.ord);
     match f.kind {
+        // Clamped to what this device can do, not a fault: siw and qedr
+        // report the peer's own values unclamped (siw_proc_mpareply,
+        // qedr_iw_mpa_reply), and a peer's device may do more.
         Kind::ConnectRequest | Kind::ConnectReply | Kind::Established => {
-            if ird > lim.max_rd_atom || ord > lim.max_rd_atom {
-                faults = faults.with(Faults::IRD_ORD);
-                ird = ird.min(lim.max_rd_atom);
-                ord = ord.min(lim.max_rd_atom);
-            }
+            ird = ird.min(lim.max_rd_atom);
+            ord = ord.min(lim.max_rd_atom);
         }
         // Not the ULP's to read (iwcm.c and rdma_cm ignore them here):
         // cleared, not a fault.  qedr's CLOSE carries the connection's
@@ -284,6 +282,9 @@ pub fn check(f: &Fields, lim: &Limits) -> Verdict {
     if matches!(f.kind, Kind::ConnectRequest | Kind::ConnectReply) {
         if family_ok(f.local_family) && f.local_family == f.remote_family {
             use_addrs = true;
+        } else if f.kind == Kind::ConnectReply && f.local_family == 0 && f.remote_family == 0 {
+            // qedr never fills a CONNECT_REPLY's addresses
+            // (qedr_iw_issue_event): the cm_id's own stand in, not a fault.
         } else {
             faults = faults.with(Faults::BAD_FAMILY);
         }
@@ -293,8 +294,8 @@ pub fn check(f: &Fields, lim: &Limits) -> Verdict {
         faults = faults.with(Faults::NO_PROVIDER_DATA);
     }
 
-    // A request is accepted only when everything about it is right, except
-    // IRD/ORD (clamped, as the device would negotiate them down anyway).
+    // A request is accepted only when everything about it is right (IRD/ORD
+    // are clamped, as the device would negotiate them down anyway).
     let request_bad = Faults::BAD_STATUS
         .with(Faults::PDATA_NOT_ALLOWED)
         .with(Faults::PDATA_TOO_LONG)

@@ -1635,13 +1635,22 @@ mod tests {
             heard(0, 0, 0, true),
         )?;
         let mut ev = wire_event(EV_REPLY, 0);
+        set_family(&mut ev.local_addr, 0);
+        set_family(&mut ev.remote_addr, 0);
+        case(
+            "accepted reply without addresses (qedr): the cm_id's own, no fault",
+            At::ConnSent,
+            ev,
+            heard(0, 0, 0, false),
+        )?;
+        let mut ev = wire_event(EV_REPLY, 0);
         ev.ird = 255;
         ev.ord = 200;
         case(
-            "accepted reply, ird/ord beyond the device",
+            "accepted reply, ird/ord beyond the device (the peer's, siw and qedr): clamped, no fault",
             At::ConnSent,
             ev,
-            heard(0, 0, FAKE_MAX_RD_ATOM, true),
+            heard(0, 0, FAKE_MAX_RD_ATOM, false),
         )?;
         let mut ev = wire_event(EV_REPLY, 0);
         ev.ird = FAKE_MAX_RD_ATOM as u8;
@@ -1694,10 +1703,10 @@ mod tests {
         let mut ev = wire_event(EV_REQ, 0);
         ev.ird = 200;
         case(
-            "request, ird beyond the device: clamped",
+            "request, ird beyond the device: clamped, no fault",
             At::Listen,
             ev,
-            heard(0, 0, FAKE_MAX_RD_ATOM, true),
+            heard(0, 0, FAKE_MAX_RD_ATOM, false),
         )?;
         case(
             "well-formed request with 40 bytes of private data",

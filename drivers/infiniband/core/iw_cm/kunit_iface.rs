@@ -12,7 +12,6 @@
 
 use crate::bindings;
 use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
-use crate::rdma::iw_provider::IwDevice;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 

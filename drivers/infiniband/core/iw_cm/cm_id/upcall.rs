@@ -200,7 +200,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
     // the listener's slots are full.
     let child = if is_request {
         let (handler, context) = this.raw.handler_context();
-        match CmId::new_child(this, handler, context) {
+        match CmId::new_child(&this, handler, context) {
             Ok(c) => Some(c),
             Err(_) => return ENOMEM.to_errno(),
         }
