@@ -52,13 +52,14 @@ ulp_report() {
 # ulp_timed VAR SECONDS CMD...: CMD bounded by SECONDS (then killed);
 # its wall time in VAR; its status.
 ulp_timed() {
-	local var=$1 secs=$2 t rc
+	# (Locals named apart from any caller's VAR: printf -v would set ours.)
+	local __ut_var=$1 __ut_limit=$2 __ut_t0 __ut_rc
 	shift 2
-	t=$(__iwcm_now)
-	timeout -k 5 "$secs" "$@"
-	rc=$?
-	printf -v "$var" '%s' "$(__iwcm_elapsed "$t")"
-	return $rc
+	__ut_t0=$(__iwcm_now)
+	timeout -k 5 "$__ut_limit" "$@"
+	__ut_rc=$?
+	printf -v "$__ut_var" '%s' "$(__iwcm_elapsed "$__ut_t0")"
+	return $__ut_rc
 }
 
 # ulp_ids_shown PORT: a connection of the ULP on the link: an rdma_cm id in
@@ -84,12 +85,12 @@ ulp_ids_shown() {
 # (16 MB, 4 KB random writes, crc32c verify of what it wrote, fatal on a
 # mismatch), time-based for SECS; its pid in VAR.
 ulp_fio() {
-	local var=$1 log=$2 file=$3 secs=$4
+	local __uf_var=$1 __uf_log=$2 __uf_file=$3 __uf_secs=$4
 	shift 4
-	iwcm_spawn "$var" "$log" fio --name=ulp --filename="$file" --size=16M \
+	iwcm_spawn "$__uf_var" "$__uf_log" fio --name=ulp --filename="$__uf_file" --size=16M \
 		--ioengine=psync --rw=randwrite --bs=4k --direct=1 \
 		--verify=crc32c --verify_backlog=64 --verify_fatal=1 \
-		--time_based --runtime="$secs" --output-format=normal "$@"
+		--time_based --runtime="$__uf_secs" --output-format=normal "$@"
 }
 
 # ulp_fio_mismatch LOG: fio reported a verify mismatch.
@@ -106,10 +107,10 @@ ulp_fio_summary() {
 # ulp_fio_verified FILE SECS [fio options...]: fio for SECS must exit 0
 # without a mismatch.  One KTAP result.
 ulp_fio_verified() {
-	local file=$1 secs=$2 pid rc log=$IWCM_TMP/fio-verified.log
+	local file=$1 secs=$2 fio_pid rc log=$IWCM_TMP/fio-verified.log
 	shift 2
-	ulp_fio pid "$log" "$file" "$secs" "$@"
-	iwcm_wait "$pid" $((secs + 120))
+	ulp_fio fio_pid "$log" "$file" "$secs" "$@"
+	iwcm_wait "$fio_pid" $((secs + 120))
 	rc=$?
 	ulp_fio_summary "$log"
 	if [ $rc -eq 0 ] && ! ulp_fio_mismatch "$log"; then
@@ -131,9 +132,9 @@ __ulp_relink() {
 # came back, no verify mismatch.  ULP_RELINKED: when the link came back.
 ULP_RELINKED=
 ulp_unplug_relink() {
-	local file=$1 pid rc drc secs frc log=$IWCM_TMP/fio-unplug.log
+	local file=$1 fio_pid drc secs frc log=$IWCM_TMP/fio-unplug.log
 	shift
-	ulp_fio pid "$log" "$file" "$ULP_FIO_SECS" "$@"
+	ulp_fio fio_pid "$log" "$file" "$ULP_FIO_SECS" "$@"
 	sleep 5
 	ulp_timed secs "$ULP_DELETE_TIMEOUT" rdma link delete "$IWCM_RDEV"
 	drc=$?
@@ -151,7 +152,7 @@ ulp_unplug_relink() {
 		ULP_RELINKED=
 		ktap_test_fail "rdma link add $IWCM_RDEV again, port ACTIVE"
 	fi
-	iwcm_wait "$pid" $((ULP_FIO_SECS + ULP_RECOVER_TIMEOUT))
+	iwcm_wait "$fio_pid" $((ULP_FIO_SECS + ULP_RECOVER_TIMEOUT))
 	frc=$?
 	[ $frc -ne 124 ] || iwcm_diag "fio still running after the unplug"
 	ulp_note fio_unplug_exit "$frc"
@@ -217,9 +218,9 @@ ulp_recovered() {
 # verify mismatch, and a good read-back on MNT afterwards.  Two KTAP
 # results.
 ulp_flaps() {
-	local file=$1 mnt=$2 what=$3 pid frc i log=$IWCM_TMP/fio-flaps.log
+	local file=$1 mnt=$2 what=$3 fio_pid frc i log=$IWCM_TMP/fio-flaps.log
 	shift 3
-	ulp_fio pid "$log" "$file" $((ULP_FLAPS * 5 + 5)) "$@"
+	ulp_fio fio_pid "$log" "$file" $((ULP_FLAPS * 5 + 5)) "$@"
 	sleep 3
 	for ((i = 1; i <= ULP_FLAPS; i++)); do
 		ip link set "$IWCM_NETDEV" down
@@ -228,7 +229,7 @@ ulp_flaps() {
 		iwcm_wait_for 10 __iwcm_port_active || iwcm_log "flap $i: port not ACTIVE 10 s after up"
 		sleep 3
 	done
-	iwcm_wait "$pid" $((ULP_FLAPS * 5 + 5 + ULP_RECOVER_TIMEOUT))
+	iwcm_wait "$fio_pid" $((ULP_FLAPS * 5 + 5 + ULP_RECOVER_TIMEOUT))
 	frc=$?
 	ulp_note fio_flaps_exit "$frc"
 	ulp_fio_summary "$log"
