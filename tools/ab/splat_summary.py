@@ -8,7 +8,7 @@ lockdep report told apart.
                                      not the accepted rdma_cm report
 
 Reports are cut out by tools/vm/splat-check.py's reports().  The accepted
-one (../shared/FACTS.md, issue 4): lockdep's "possible recursive locking"
+one (Documentation/iw_cm.rst, issue 4): lockdep's "possible recursive locking"
 or "possible circular locking dependency" where the lock being acquired or
 the lock already held is rdma_cm's &id_priv->handler_mutex and the trace
 runs through rdma_cm.  Every rdma_cm id shares that lock class, so a ULP

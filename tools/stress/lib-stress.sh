@@ -14,7 +14,7 @@
 #                                 false when a leak was reported
 #
 # IWCM_ALLOW_RDMA_CM_LOCKDEP=1 accepts rdma_cm's handler_mutex lockdep
-# report (../shared/FACTS.md) in stress_new_splats; the VM's own splat
+# report (Documentation/iw_cm.rst) in stress_new_splats; the VM's own splat
 # check (tools/vm/splat-check.py) matches it narrowly.
 
 stress_splat_re='WARNING:|BUG:|Oops|INFO: task .* blocked|possible (recursive|circular) locking|inconsistent lock state|general protection|UBSAN:|KASAN:|kernel BUG|refcount_t:|unreferenced object|soft lockup|rcu.*stall'

@@ -28,7 +28,7 @@
 #
 # rdma_cm gives every id's handler_mutex one lockdep class, so the sample's
 # in-handler teardown of its other queues draws rdma_cm's own lockdep false
-# positive (../shared/FACTS.md) once per boot: this script accepts exactly
+# positive (Documentation/iw_cm.rst) once per boot: this script accepts exactly
 # that report (IWCM_ALLOW_RDMA_CM_LOCKDEP=1); the VM's splat check
 # (run.sh --allow-rdma-cm-lockdep) matches it narrowly.
 #

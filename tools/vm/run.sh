@@ -9,7 +9,7 @@
 #     --timeout SECONDS    guest-side watchdog: sysrq-w then power off (default 900)
 #     --allow-rdma-cm-lockdep
 #                          accept rdma_cm's handler_mutex lockdep report
-#                          (../shared/FACTS.md); every other splat stays fatal
+#                          (Documentation/iw_cm.rst); every other splat stays fatal
 #     --no-kmemleak        skip the kmemleak scan at the end
 #
 # The console log is saved as results/NAME-<time>/console.log.  Any kernel

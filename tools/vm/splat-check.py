@@ -8,7 +8,7 @@ UBSAN, kmemleak leak, soft/hard lockup, RCU stall or workqueue lockup.
 --allow-rdma-cm-lockdep accepts exactly one kind of report: lockdep's
 "possible recursive locking" / "possible circular locking dependency" whose
 every lock is rdma_cm's &id_priv->handler_mutex and whose trace runs through
-rdma_cm (see ../shared/FACTS.md: every rdma_cm id shares one lock class).
+rdma_cm (Documentation/iw_cm.rst, "rdma_cm's handler_mutex lockdep report": every rdma_cm id shares one lock class).
 """
 import re
 import sys

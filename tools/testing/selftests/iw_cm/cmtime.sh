@@ -6,7 +6,7 @@
 # exit 0, print its timing table and no error; the server must print no
 # error either (see the note on "failure creating qp" below).
 #
-# "failure creating qp" (../shared/FACTS.md saw it from cmtime's server):
+# "failure creating qp" (seen from cmtime's server):
 # root-caused in the VM (strace, stock C iw_cm, rdma-core 44) to siw, not
 # iw_cm.  siw hands out one mmap page offset per user queue, counting up per
 # process; the 145th is SIW_INVAL_UOBJ_KEY, which libsiw treats as "no
