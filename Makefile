@@ -15,6 +15,7 @@
 #                   boot after boot with each iw_cm (tools/stress/ulp-loop.sh)
 #   make demo       the main command: build, boot, load our iw_cm, run the scenarios
 #   make vm CMD=".."  run a command in the test VM
+#   make selftest T="nfs_rdma.sh" [IMPL=c]   one VM boot running the named selftests
 #   make hosttest   userspace cargo tests of the connection state machine
 #   make clippy     build with CLIPPY=1;  make rustfmtcheck: kernel rustfmt config
 #   make install    install iw_cm.ko into /lib/modules/<release>/updates (DKMS style)
@@ -34,7 +35,7 @@ DURATION ?= 10m
 
 ROUNDS ?= 5
 
-.PHONY: all modules siw rdma_cm deps kernel check check-all soak bench ulp-loop demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
+.PHONY: all modules siw rdma_cm deps kernel check check-all soak bench ulp-loop selftest demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
 
 all: modules
 
@@ -96,6 +97,11 @@ demo:
 
 vm:
 	$(TOP)/tools/vm/run.sh -- bash -c '$(CMD)'
+
+IMPL ?= rust
+selftest:
+	@test -n "$(T)" || { echo 'usage: make selftest T="rping.sh [...]" [IMPL=rust|c]'; exit 2; }
+	$(TOP)/tools/selftest.sh "$(T)" $(IMPL)
 
 hosttest:
 	cd $(TOP)/tools/statemachine && cargo test
