@@ -33,6 +33,7 @@ NS=iwcm-iscsi-tcp
 T=/sys/kernel/config/target
 iwcm_init iser 13 iscsiadm iscsid nsenter fio
 ulp_require_modules "iSER" target_core_mod target_core_file iscsi_target_mod ib_isert ib_iser sd_mod
+ulp_quick
 iwcm_setup_or_bail
 
 state=$IWCM_TMP/iser
@@ -130,7 +131,7 @@ if [ $ok -eq 1 ]; then
 		iwcm_log "the iSER portal did not listen again"
 	iwcm_wait_for 60 lun_ready
 	dev=$(lun_dev)
-	ulp_recovered "$dev" "iSER"
+	ulp_recovered "$dev" "iSER recovers after the relink"
 	ulp_flaps "$dev" "$dev" "iSER" --allow_file_create=0
 else
 	for i in $(seq 8); do ktap_test_skip "not run: no iSER session"; done

@@ -17,6 +17,7 @@
 PORT=20049
 iwcm_init nfs_rdma 13 rpc.nfsd exportfs rpc.mountd mount.nfs fio
 ulp_require_modules "NFS/RDMA" nfsd nfsv4 rpcrdma
+ulp_quick
 iwcm_setup_or_bail
 
 state=$IWCM_TMP/nfs
@@ -84,7 +85,7 @@ if [ $ok -eq 1 ]; then
 		ulp_ids_shown "$PORT"
 	ulp_fio_verified "$mnt/fio.dat" 5
 	ulp_unplug_relink "$mnt/fio.dat"
-	ulp_recovered "$mnt" "NFS/RDMA"
+	ulp_recovered "$mnt" "NFS/RDMA recovers after the relink"
 	ulp_flaps "$mnt/fio.dat" "$mnt" "NFS/RDMA"
 else
 	for i in $(seq 8); do ktap_test_skip "not run: no NFS/RDMA mount"; done

@@ -13,6 +13,7 @@
 
 NQN=iwcm-selftest-flap
 iwcm_init nvme_flap 6 nvme fio
+ulp_quick
 iwcm_setup_or_bail
 
 nvme_ns_ready() { iwcm_nvme_bdev "$NQN" >/dev/null; }

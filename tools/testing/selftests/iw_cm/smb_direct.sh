@@ -19,6 +19,7 @@ PORT=5445
 PW=iwcm-selftest
 iwcm_init smb_direct 13 ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs fio
 ulp_require_modules "SMB Direct" ksmbd cifs
+ulp_quick
 iwcm_setup_or_bail
 
 state=$IWCM_TMP/smb
@@ -84,7 +85,7 @@ if [ $ok -eq 1 ]; then
 		ulp_ids_shown "$PORT"
 	ulp_fio_verified "$mnt/fio.dat" 5
 	ulp_unplug_relink "$mnt/fio.dat"
-	ulp_recovered "$mnt" "SMB Direct"
+	ulp_recovered "$mnt" "SMB Direct recovers after the relink"
 	ulp_flaps "$mnt/fio.dat" "$mnt" "SMB Direct"
 else
 	for i in $(seq 8); do ktap_test_skip "not run: no SMB Direct mount"; done

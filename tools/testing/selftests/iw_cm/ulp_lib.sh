@@ -38,6 +38,14 @@ ulp_require_modules() {
 	done
 }
 
+# ulp_quick: under IWCM_QUICK=1 (make check) a shorter fio around the
+# unplug and two flaps instead of three (make check-all: the full ones).
+# Call after iwcm_init.
+ulp_quick() {
+	iwcm_quick ULP_FIO_SECS "$ULP_FIO_SECS" 20 "seconds of fio around the unplug:"
+	iwcm_quick ULP_FLAPS "$ULP_FLAPS" 2 "link flaps:"
+}
+
 # ulp_note KEY VALUE: one figure for the report line at the end.
 ulp_note() {
 	ULP_REPORT+=("$1=$2")
@@ -186,13 +194,14 @@ ulp_readback() {
 	timeout -k 5 60 cmp -s "$ref" "$t/readback"
 }
 
-# ulp_recovered MNT WHAT: the ULP came back after the relink: ulp_readback
-# retried (each try bounded) until ULP_RECOVER_TIMEOUT s after the relink.
-# One KTAP result; the recovery time (relink to a good read-back) noted.
+# ulp_recovered MNT WHAT [KEY]: the ULP came back once the link did
+# (ULP_RELINKED): ulp_readback retried (each try bounded) until
+# ULP_RECOVER_TIMEOUT s after that.  One KTAP result; the time from the
+# link's return to a good read-back noted as KEY (default recover_s).
 ulp_recovered() {
-	local mnt=$1 what=$2 end ok=0 secs
+	local mnt=$1 what=$2 key=${3:-recover_s} end ok=0 secs
 	if [ -z "$ULP_RELINKED" ]; then
-		ktap_test_fail "$what recovers after the relink: the link did not come back"
+		ktap_test_fail "$what: the link did not come back"
 		return
 	fi
 	end=$((SECONDS + ULP_RECOVER_TIMEOUT))
@@ -204,12 +213,12 @@ ulp_recovered() {
 		sleep 1
 	done
 	secs=$(__iwcm_elapsed "$ULP_RELINKED")
-	ulp_note recover_s "$secs"
+	ulp_note "$key" "$secs"
 	if [ $ok -eq 1 ]; then
-		ktap_test_pass "$what recovers after the relink: 8 MB written and read back ($secs s after the relink)"
+		ktap_test_pass "$what: 8 MB written and read back ($secs s after the link came back)"
 	else
 		iwcm_diag "no recovery"
-		ktap_test_fail "$what recovers after the relink: no good 8 MB read-back within $ULP_RECOVER_TIMEOUT s"
+		ktap_test_fail "$what: no good 8 MB read-back within $ULP_RECOVER_TIMEOUT s of the link's return"
 	fi
 }
 
@@ -240,5 +249,5 @@ ulp_flaps() {
 		ktap_test_pass "fio through $ULP_FLAPS link flaps: ended, no verify mismatch (exit $frc)"
 	fi
 	ULP_RELINKED=$(__iwcm_now)
-	ulp_recovered "$mnt" "$what after the flaps"
+	ulp_recovered "$mnt" "$what after the flaps" flaps_recover_s
 }
