@@ -147,7 +147,8 @@ if [ $ok -eq 1 ]; then
 else
 	ktap_test_skip "logout: not logged in"
 fi
-kill "${iscsid_pid:-0}" 2>/dev/null
+# (Never `kill 0`: that is this test's whole process group.)
+[ -n "${iscsid_pid:-}" ] && kill "$iscsid_pid" 2>/dev/null
 lio_stop
 umount /var/lib/iscsi 2>/dev/null
 umount /etc/iscsi 2>/dev/null
