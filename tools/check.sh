@@ -396,7 +396,7 @@ job_iwpm_c() {
 # link flaps, with each iw_cm, on the ULP flavour of the test kernel
 # (tools/kernel/ulp.fragment) with the modules tools/ulp-tree.sh built for
 # it in a copy of this tree.
-ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh iser.sh nvme_flap.sh}
+ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh}
 ulp_suite() {	# ulp_suite IMPL
 	if [ -z "$ulp_tree" ]; then
 		record fail "ULP selftests ($1): no ULP kernel and modules (tools/ulp-tree.sh failed above)"
