@@ -57,8 +57,6 @@ nfsd_stop() {
 	umount /var/lib/nfs 2>/dev/null
 }
 
-nfs_mounted() { mountpoint -q "$mnt"; }
-
 ok=1
 if nfsd_start; then
 	iwcm_log "nfsd: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
@@ -80,30 +78,8 @@ else
 	ok=0
 fi
 
-if [ $ok -eq 1 ]; then
-	iwcm_check "the NFS/RDMA connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
-		ulp_ids_shown "$PORT"
-	ulp_fio_verified "$mnt/fio.dat" 5
-	ulp_unplug_relink "$mnt/fio.dat"
-	ulp_recovered "$mnt" "NFS/RDMA recovers after the relink"
-	ulp_flaps "$mnt/fio.dat" "$mnt" "NFS/RDMA"
-else
-	for i in $(seq 8); do ktap_test_skip "not run: no NFS/RDMA mount"; done
-fi
-
-if nfs_mounted; then
-	ulp_timed secs 60 umount "$mnt"
-	rc=$?
-	ulp_note umount_s "$secs"
-	if [ $rc -ne 0 ]; then
-		umount -l "$mnt"
-		iwcm_check "umount (status $rc after $secs s)" false
-	else
-		iwcm_check "umount ($secs s)" true
-	fi
-else
-	ktap_test_skip "umount: not mounted"
-fi
+ulp_fs_phases "$ok" "$mnt" "$PORT" "NFS/RDMA"
+ulp_umount "$mnt"
 nfsd_stop
 # The client's and the server's ids go once their transports are closed:
 # no rdma_cm id with the port left.

@@ -58,8 +58,6 @@ ksmbd_stop() {
 	return $rc
 }
 
-smb_mounted() { mountpoint -q "$mnt"; }
-
 ok=1
 if ksmbd_start; then
 	ktap_test_pass "ksmbd shares a tmpfs, SMB Direct listener on $PORT"
@@ -80,30 +78,8 @@ else
 	ok=0
 fi
 
-if [ $ok -eq 1 ]; then
-	iwcm_check "the SMB Direct connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
-		ulp_ids_shown "$PORT"
-	ulp_fio_verified "$mnt/fio.dat" 5
-	ulp_unplug_relink "$mnt/fio.dat"
-	ulp_recovered "$mnt" "SMB Direct recovers after the relink"
-	ulp_flaps "$mnt/fio.dat" "$mnt" "SMB Direct"
-else
-	for i in $(seq 8); do ktap_test_skip "not run: no SMB Direct mount"; done
-fi
-
-if smb_mounted; then
-	ulp_timed secs 60 umount "$mnt"
-	rc=$?
-	ulp_note umount_s "$secs"
-	if [ $rc -ne 0 ]; then
-		umount -l "$mnt"
-		iwcm_check "umount (status $rc after $secs s)" false
-	else
-		iwcm_check "umount ($secs s)" true
-	fi
-else
-	ktap_test_skip "umount: not mounted"
-fi
+ulp_fs_phases "$ok" "$mnt" "$PORT" "SMB Direct"
+ulp_umount "$mnt"
 smb_ids_gone() { ! iwcm_dev_cm_ids | grep -qE "(src|dst)-addr +[0-9.]+:$PORT "; }
 if ksmbd_stop && iwcm_wait_for 60 smb_ids_gone; then
 	ktap_test_pass "ksmbd stopped, no rdma_cm id with port $PORT left"

@@ -251,3 +251,40 @@ ulp_flaps() {
 	ULP_RELINKED=$(__iwcm_now)
 	ulp_recovered "$mnt" "$what after the flaps" flaps_recover_s
 }
+
+# ulp_fs_phases OK MNT PORT WHAT: on the file system mounted at MNT (OK 1),
+# the phases every file-system ULP goes through: its ids shown, verified
+# I/O, unplug and relink under fio, recovery, flaps.  Eight KTAP results
+# (skipped, saying why, when OK is not 1).
+ulp_fs_phases() {
+	local ok=$1 mnt=$2 port=$3 what=$4 i
+	if [ "$ok" -ne 1 ]; then
+		for i in $(seq 8); do ktap_test_skip "not run: no $what mount"; done
+		return
+	fi
+	iwcm_check "the $what connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
+		ulp_ids_shown "$port"
+	ulp_fio_verified "$mnt/fio.dat" 5
+	ulp_unplug_relink "$mnt/fio.dat"
+	ulp_recovered "$mnt" "$what recovers after the relink"
+	ulp_flaps "$mnt/fio.dat" "$mnt" "$what"
+}
+
+# ulp_umount MNT: unmount (bounded; lazily when it fails), timed.  One KTAP
+# result (skipped when MNT is not mounted).
+ulp_umount() {
+	local mnt=$1 secs rc
+	if ! mountpoint -q "$mnt"; then
+		ktap_test_skip "umount: not mounted"
+		return
+	fi
+	ulp_timed secs 60 umount "$mnt"
+	rc=$?
+	ulp_note umount_s "$secs"
+	if [ $rc -ne 0 ]; then
+		umount -l "$mnt"
+		iwcm_check "umount (status $rc after $secs s)" false
+	else
+		iwcm_check "umount ($secs s)" true
+	fi
+}
