@@ -39,6 +39,23 @@ iwcm_wait_listen 7600
 for d in $(modinfo -F depends "$SAMPLE_KO" 2>/dev/null | tr , ' '); do
 	modprobe "$d"
 done
+# Another listener's connection, started the moment the stall begins (a
+# watcher on /dev/kmsg, ready before the insmod: polling the log from the
+# shell takes seconds on a loaded TCG guest, and the rping needs most of
+# the stall to start, connect and ping), so that it has the whole stall:
+# it must connect and ping before the stalled handler returns.  rping's
+# output is line buffered (stdbuf) so that a watcher sees each ping when
+# it happens and writes a line to the kernel log then; the check wants
+# that line before the "returned from ConnectRequest" line (one log, one
+# order; rping's own exit, its disconnect and teardown may come after the
+# handler returned on a slow VM: that is not what this checks).
+PINGED="iwcm-selftest: stuck_handler: rping on another listener pinged twice"
+( python3 "$(dirname "$0")/kmsg_then.py" "$IWCM_TMP/kmsg.ready" "CONNECT_REQUEST handler stalls" 40 \
+	timeout 30 stdbuf -oL rping -c -a "$IWCM_ADDR" -p 7600 -C 2 -v >"$IWCM_TMP/rping-c.log" 2>&1
+  echo $? >"$IWCM_TMP/rping-c.rc" ) &
+cli=$!
+IWCM_PIDS+=("$cli")
+iwcm_wait_for 30 test -e "$IWCM_TMP/kmsg.ready" || iwcm_log "kmsg_then.py not ready in 30 s"
 t0=$(__iwcm_now)
 # insmod returns once the host is connected, after the stall.
 iwcm_spawn ins "$IWCM_TMP/insmod.log" insmod "$SAMPLE_KO" role=both addr="$IWCM_ADDR" \
@@ -61,18 +78,6 @@ samples=$IWCM_TMP/table.samples
   done ) &
 sampler=$!
 IWCM_PIDS+=("$sampler")
-# Another listener's connection, started at once so that it has the whole
-# stall (a loaded VM may take seconds for it): it must connect and ping
-# before the stalled handler returns.  rping's output is line buffered
-# (stdbuf) so that a watcher sees each ping when it happens and writes a
-# line to the kernel log then; the check wants that line before the
-# "returned from ConnectRequest" line (one log, one order; rping's own
-# exit, its disconnect and teardown may come after the handler returned on
-# a slow VM: that is not what this checks).
-PINGED="iwcm-selftest: stuck_handler: rping on another listener pinged twice"
-( timeout 30 stdbuf -oL rping -c -a "$IWCM_ADDR" -p 7600 -C 2 -v >"$IWCM_TMP/rping-c.log" 2>&1
-  echo $? >"$IWCM_TMP/rping-c.rc" ) &
-cli=$!
 ( end=$((SECONDS + 35))
   while [ "$SECONDS" -lt "$end" ]; do
 	if [ "$(grep -c '^ping data' "$IWCM_TMP/rping-c.log" 2>/dev/null)" -ge 2 ]; then

@@ -44,30 +44,50 @@ fi
 in_lsmod() { grep -q "^$1 " /proc/modules; }
 refcnt() { cat /sys/module/iw_cm/refcnt 2>/dev/null; }
 
-# round R: one pinned cm_id, then the rmmod race.
-round() {
-	local r=$1 peer cli hold plog clog n rc tries=0 t0 refused=0 before=
+# pin R A: attempt A of round R at one cm_id that only siw holds, with
+# rdma_cm and rdma_ucm unloaded; sets n (the live cm_ids then).
+pin() {
+	local r=$1 a=$2 peer cli hold plog clog t0
 	PORT=$((PORT + 1))
-	plog=$IWCM_TMP/peer-$r.log
-	clog=$IWCM_TMP/rping-$r.log
+	plog=$IWCM_TMP/peer-$r.$a.log
+	clog=$IWCM_TMP/rping-$r.$a.log
 	iwcm_spawn peer "$plog" python3 "$PEER" server silence "$IWCM_ADDR" $PORT --timeout 40
 	iwcm_wait_for 60 iwcm_log_has "$plog" "listening on" || iwcm_log "round $r: mpa_peer.py did not start in 60 s"
 	iwcm_spawn cli "$clog" rping -c -a "$IWCM_ADDR" -p $PORT -C 1 -v
 	# The holder starts with the client (python is slow to start under
 	# TCG; siw's MPA timeout is 10 s from the MPA request).
-	iwcm_spawn hold "$IWCM_TMP/hold-$r.log" python3 "$HOLD" "$cli"
+	iwcm_spawn hold "$IWCM_TMP/hold-$r.$a.log" python3 "$HOLD" "$cli"
 	# Connected at TCP level, MPA request sent: siw holds the cm_id.
 	iwcm_wait_for 10 iwcm_log_has "$plog" "connection from" || iwcm_log "round $r: no connection at the peer"
 	t0=$(__iwcm_now)
-	iwcm_wait_for 10 iwcm_log_has "$IWCM_TMP/hold-$r.log" "^held [1-9]" ||
-		iwcm_log "round $r: fd_hold.py: $(cat "$IWCM_TMP/hold-$r.log")"
+	iwcm_wait_for 10 iwcm_log_has "$IWCM_TMP/hold-$r.$a.log" "^held [1-9]" ||
+		iwcm_log "round $r: fd_hold.py: $(cat "$IWCM_TMP/hold-$r.$a.log")"
 	kill -9 "$cli" 2>/dev/null
 	iwcm_wait "$cli" 10 >/dev/null
 	if ! rmmod rdma_ucm rdma_cm 2>"$IWCM_TMP/rmmod-rdma-$r.log"; then
 		iwcm_log "round $r: rmmod rdma_ucm rdma_cm: $(cat "$IWCM_TMP/rmmod-rdma-$r.log")"
 	fi
 	n=$(iwcm_cm_ids)
-	iwcm_log "round $r: rdma_cm gone $(__iwcm_elapsed "$t0") s after the MPA request, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
+	iwcm_log "round $r, attempt $a: rdma_cm gone $(__iwcm_elapsed "$t0") s after the MPA request, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
+}
+
+# round R: one pinned cm_id, then the rmmod race.
+round() {
+	local r=$1 a n rc tries=0 t0 refused=0 before=
+	# The window is siw's MPA timeout (10 s) less the set-up after the
+	# MPA request; a loaded VM can spend it all (CI once saw 0 cm_ids
+	# when rdma_cm was gone).  A missed window says nothing of iw_cm:
+	# the attempt is made again, three times at most, and a round that
+	# never gets its pinned cm_id fails below.
+	for a in 1 2 3; do
+		pin "$r" "$a"
+		in_lsmod rdma_cm && break
+		[ "${n:-0}" -gt 0 ] && break
+		iwcm_log "round $r, attempt $a: siw let the cm_id go before rdma_cm was unloaded (a slow VM): again"
+		iwcm_stop_all
+		modprobe rdma_cm && modprobe rdma_ucm
+	done
+	t0=$(__iwcm_now)
 	# The pin: refused while a cm_id lives, with rdma_cm gone (its symbol
 	# dependency would refuse the unload for another reason) and the
 	# module's reference count equal to the live cm_ids.
@@ -82,7 +102,7 @@ round() {
 			iwcm_log "round $r: rmmod iw_cm refused: $(cat "$IWCM_TMP/rmmod-$r.log")"
 		fi
 	fi
-	iwcm_check "round $r: rmmod iw_cm refused while siw holds a cm_id (cm_ids ${before:-0})" \
+	iwcm_check "round $r: rmmod iw_cm refused while siw holds a cm_id (cm_ids ${before:-0}, attempt $a)" \
 		eval '[ "${before:-0}" -gt 0 ] && [ $refused -eq 1 ]'
 	# The race: retry until the provider's last rem_ref lets it go.
 	rc=1
@@ -97,7 +117,7 @@ round() {
 		sleep 0.02
 	done
 	in_lsmod iw_cm || rc=0
-	iwcm_log "round $r: iw_cm unloaded after $tries tries, $(__iwcm_elapsed "$t0") s after the MPA request (cm_ids just before: ${n:-?})"
+	iwcm_log "round $r: iw_cm unloaded after $tries tries, $(__iwcm_elapsed "$t0") s after the refused rmmod (cm_ids just before: ${n:-?})"
 	iwcm_check "round $r: rmmod iw_cm goes through once siw drops its last reference" [ $rc -eq 0 ]
 	iwcm_stop_all
 	local splats
