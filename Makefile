@@ -118,8 +118,8 @@ install:
 	$(TOP)/tools/distro/install.sh $(KVER) $(INSTALL_MOD_PATH)
 endif
 
-# Debian's own kernel (linux-image-7.3.4+deb13-amd64, README "On Debian's
-# kernel"): build iw_cm.ko, the sample and the test siw for it, and test them
+# Debian's own kernel (linux-image-7.3.4+deb13-amd64, Documentation/debian.rst):
+# build iw_cm.ko, the sample and the test siw for it, and test them
 # on that kernel in QEMU.
 distro: deps
 	$(TOP)/tools/distro/build.sh

@@ -45,5 +45,5 @@ fi
 if [ "$krel" = "$DISTRO_KREL" ]; then
 	exec "$here/distro/build.sh" --src "$src"
 fi
-echo "iw_cm: $ksrc has no Rust build artefacts (rust/libkernel.rmeta) and $krel is not Debian's $DISTRO_KREL: build against the kernel's full build tree (README: On Debian's kernel)" >&2
+echo "iw_cm: $ksrc has no Rust build artefacts (rust/libkernel.rmeta) and $krel is not Debian's $DISTRO_KREL: build against the kernel's full build tree (Documentation/debian.rst)" >&2
 exit 1

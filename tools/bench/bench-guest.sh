@@ -174,7 +174,7 @@ bench_ucmatose() {
 }
 
 # The pair issue 15 reported once (38.7 s with ours, 9.5 s with C, never
-# reproduced since: README, known issues): perftest's ib_send_lat over
+# reproduced since: Documentation/known_issues.rst): perftest's ib_send_lat over
 # rdma_cm, the server first, the client 3 s later; the figure is the
 # client's wall time.
 bench_send_lat() {

@@ -121,7 +121,7 @@ for cyc in $(seq 1 "$cycles"); do
 	# rdma_cm's removal of the listener: nvmet-rdma accepts a queue no one
 	# removes, ib_unregister_device() WARNs in ib_cq_pool_cleanup() and
 	# kmemleak reports the queue's CQ.  That race is nvmet-rdma's, on any
-	# iw_cm (README: known issues).
+	# iw_cm (Documentation/known_issues.rst).
 	if nvme connect -t rdma -a "$IWCM_ADDR" -s 4420 -n "$NQN" -i "$ioq" \
 		--ctrl-loss-tmo="${IWCM_STRESS_CTRL_LOSS_TMO:-0}" >"$tmp/connect.log" 2>&1 &&
 	   iwcm_wait_for 20 bash -c "ls /sys/class/nvme/*/subsysnqn >/dev/null 2>&1"; then

@@ -19,7 +19,7 @@
 # With the C iw_cm the test needs iwcm.c with the port mapper client fixed
 # (tools/vm/run.sh IWCM_C_IWCM=iwpm-fixed): the kernel's client oopses when
 # iwpmd answers the registration before the request's buffer is set
-# (README, Known issues), so with the stock module it SKIPs.  There an
+# (Documentation/known_issues.rst), so with the stock module it SKIPs.  There an
 # "Invalid sockaddr family" line is an XFAIL: iwcm.c's iw_cm_map() adopts
 # the unfilled answer.
 . "$(dirname "$0")/lib.sh"
