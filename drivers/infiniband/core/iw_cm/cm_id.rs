@@ -530,7 +530,10 @@ impl CmId {
         if self.inner.lock().events.slots.len() >= n {
             return Ok(());
         }
-        crate::fault_point(n * core::mem::size_of::<Option<Event>>())?;
+        let bytes = n
+            .checked_mul(core::mem::size_of::<Option<Event>>())
+            .ok_or(ENOMEM)?;
+        crate::fault_point(bytes)?;
         let mut slots = KVVec::with_capacity(n, flags)?;
         for _ in 0..n {
             slots.push(None, flags)?;

@@ -1873,6 +1873,15 @@ mod tests {
         assert_eq!(r, ENOMEM.to_errno());
         assert_eq!(left, 1);
         assert_eq!(iface::live(), live);
+        // ... and before its private data is copied: a request on the full
+        // backlog whose private data pointer is unreadable gets the full
+        // backlog's ENOMEM, not the malformed request's EINVAL (the copy
+        // came first before, for every refused request of a flood).
+        assert_eq!(
+            upcall_ev(l, with_pdata(EV_REQ, 0, UNREADABLE, 8)),
+            ENOMEM.to_errno()
+        );
+        assert_eq!(iface::live(), live);
         // The first request's handler destroys the listener now, with its
         // first fault point armed: the four queued requests still go back.
         RELEASE.store(true, SeqCst);

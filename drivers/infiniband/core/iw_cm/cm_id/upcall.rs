@@ -174,18 +174,15 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
     let this = unsafe { CmId::borrow(raw) };
     // SAFETY: the event is valid for the duration of the upcall.
     let src = unsafe { &*event };
-    let (checked, pdata) = match check_and_copy(&this, src) {
-        Ok(v) => v,
-        Err(e) => return e.to_errno(),
-    };
     let is_request = kind_of(src.event) == Some(Kind::ConnectRequest);
     if is_request {
         // A request that would be refused below anyway (the listener is
         // being destroyed, or its backlog's slots are all taken) is
-        // refused before its child's GFP_ATOMIC allocation, which a
-        // connect flood on a full backlog would otherwise make for each
-        // refused connection.  The state and the ring can change once the
-        // lock is dropped: the checks under the lock below decide.
+        // refused before anything is copied or allocated for it (its
+        // private data, its child cm_id), which a connect flood on a full
+        // backlog would otherwise cost for each refused connection.  The
+        // state and the ring can change once the lock is dropped: the
+        // checks under the lock below decide.
         let g = this.inner.lock();
         if g.state == State::Destroying {
             return ECONNABORTED.to_errno();
@@ -194,6 +191,10 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
             return ENOMEM.to_errno();
         }
     }
+    let (checked, pdata) = match check_and_copy(&this, src) {
+        Ok(v) => v,
+        Err(e) => return e.to_errno(),
+    };
     // A request's child cm_id, before the lock: with it the request can be
     // delivered, or rejected if it never is.  Without memory for it the
     // request is refused now (the provider drops the connection), as when
