@@ -10,6 +10,9 @@
 #     --allow-rdma-cm-lockdep
 #                          accept rdma_cm's handler_mutex lockdep report
 #                          (Documentation/iw_cm.rst); every other splat stays fatal
+#     --allow-rdma-cm-lockdep-after MARKER
+#                          the same, only below the console's first line holding
+#                          MARKER (the boot's last test draws it)
 #     --no-kmemleak        skip the kmemleak scan at the end
 #
 # The console log is saved as results/NAME-<time>/console.log.  Any kernel
@@ -34,13 +37,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 name=vm
 timeout=900
-allow=""
+allow=()
 nokmemleak=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--name) name=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
-	--allow-rdma-cm-lockdep) allow="--allow-rdma-cm-lockdep"; shift ;;
+	--allow-rdma-cm-lockdep) allow=(--allow-rdma-cm-lockdep); shift ;;
+	--allow-rdma-cm-lockdep-after) allow=(--allow-rdma-cm-lockdep-after "$2"); shift 2 ;;
 	--no-kmemleak) nokmemleak=1; shift ;;
 	--) shift; break ;;
 	*) break ;;
@@ -239,7 +243,7 @@ for m in rdma_cm iw_cm; do
 		[ "$status" -ne 0 ] || status=1
 	fi
 done
-if ! python3 "$here/splat-check.py" $allow "$res/console.log"; then
+if ! python3 "$here/splat-check.py" "${allow[@]}" "$res/console.log"; then
 	echo "VM: kernel splat in the console log: run fails"
 	[ "$status" -ne 0 ] || status=1
 fi

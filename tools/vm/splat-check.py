@@ -9,6 +9,9 @@ UBSAN, kmemleak leak, soft/hard lockup, RCU stall or workqueue lockup.
 "possible recursive locking" / "possible circular locking dependency" whose
 every lock is rdma_cm's &id_priv->handler_mutex and whose trace runs through
 rdma_cm (Documentation/iw_cm.rst, "rdma_cm's handler_mutex lockdep report": every rdma_cm id shares one lock class).
+--allow-rdma-cm-lockdep-after MARKER accepts it only below the first line
+that contains MARKER (a boot whose last test is the one that draws it: the
+tests before it keep the report fatal).
 """
 import re
 import sys
@@ -86,10 +89,18 @@ def rdma_cm_handler_mutex_report(block):
 
 def main(argv):
     allow = False
+    marker = None
     paths = []
-    for a in argv:
+    args = iter(argv)
+    for a in args:
         if a == "--allow-rdma-cm-lockdep":
             allow = True
+        elif a == "--allow-rdma-cm-lockdep-after":
+            allow = True
+            marker = next(args, None)
+            if not marker:
+                print("splat-check: --allow-rdma-cm-lockdep-after needs a MARKER")
+                return 2
         else:
             paths.append(a)
     bad = 0
@@ -97,11 +108,15 @@ def main(argv):
     for p in paths:
         with open(p, errors="replace") as f:
             lines = f.read().splitlines()
+        # Reports at or above this line index stay fatal.
+        allow_from = 0
+        if marker is not None:
+            allow_from = next((i for i, l in enumerate(lines) if marker in l), len(lines))
         for idx, block in reports(lines):
             # "[ cut here ]" is followed by the real header: report once.
             if block[0].startswith("------------[ cut here ]") and len(block) == 1:
                 continue
-            if allow and rdma_cm_handler_mutex_report(block):
+            if allow and idx > allow_from and rdma_cm_handler_mutex_report(block):
                 allowed += 1
                 print("splat-check: accepted rdma_cm handler_mutex lockdep report at line %d" % (idx + 1))
                 continue

@@ -42,7 +42,7 @@
 #
 # Environment: IWCM_FAULT_PROBABILITY (percent, default 10),
 # IWCM_FAULT_SAMPLE_PROBABILITY (percent for the sample's load in even
-# rounds, default 2), IWCM_FAULT_ROUNDS (default 6).
+# rounds, default 2), IWCM_FAULT_ROUNDS (default 6; 4 under IWCM_QUICK=1).
 . "$(dirname "$0")/lib.sh"
 # The siw endpoint gate (lib.sh) is on: every CONNECT_REQUEST iw_cm
 # accepted into a listener's queue carries a child cm_id allocated in the
@@ -56,7 +56,6 @@
 
 FI=/sys/kernel/debug/fail_iw_cm
 PROB=${IWCM_FAULT_PROBABILITY:-10}
-ROUNDS=${IWCM_FAULT_ROUNDS:-6}
 SAMPLE_PROB=${IWCM_FAULT_SAMPLE_PROBABILITY:-2}
 SAMPLE_KO=${SAMPLE_KO:-$IWCM_TOP/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
 SAMPLE_DBG=/sys/kernel/debug/rust_rdma_ulp
@@ -69,6 +68,9 @@ SAMPLE_DBG=/sys/kernel/debug/rust_rdma_ulp
 	iwcm_skip_all "fault_storm: no sample module at $SAMPLE_KO (build it: make modules)"
 
 iwcm_init fault_storm 6 rping ucmatose cmtime insmod rmmod modinfo
+# IWCM_QUICK=1 (make check): 4 rounds, two of them with the sample's load
+# under injection (make check-all: 6).
+[ -n "${IWCM_FAULT_ROUNDS:-}" ] && ROUNDS=$IWCM_FAULT_ROUNDS || iwcm_quick ROUNDS 6 4 "rounds:"
 iwcm_setup_or_bail
 iwcm_load_deps "$SAMPLE_KO"
 
