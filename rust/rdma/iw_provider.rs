@@ -57,6 +57,28 @@ impl IwDevice {
         self.ptr.as_ptr()
     }
 
+    /// `dev_name(&ibdev->dev)`: the device's name ("siw0", "iwp0s3", ...),
+    /// valid while `self` is; empty for a device that has none (not yet
+    /// registered: `kernel::device::Device::name()` would read a NULL
+    /// then, so this checks the pointer itself).  Any context.
+    pub(crate) fn name(&self) -> &CStr {
+        // The embedded `struct device`: the `dev` member of the anonymous
+        // union with `coredev` (the crate's opaque `device` and
+        // `kernel::bindings::device` are the same C type).
+        // SAFETY: by the type invariant the device is valid while `self`
+        // is; no reference is made, only the member's address.
+        let dev = unsafe { &raw mut (*self.ptr.as_ptr()).__bindgen_anon_1.dev };
+        // SAFETY: `dev` is a valid `struct device`; `dev_name()` reads its
+        // `init_name` or its kobject's name.
+        let name = unsafe { kernel::bindings::dev_name(dev.cast::<kernel::bindings::device>()) };
+        if name.is_null() {
+            return c"";
+        }
+        // SAFETY: a non-null `dev_name()` is a NUL-terminated string owned by
+        // the device, which lives while `self` does.
+        unsafe { CStr::from_char_ptr(name) }
+    }
+
     fn ops(&self) -> &bindings::ib_device_ops {
         // SAFETY: by the type invariant the device is valid; `ops` is set at
         // registration and never changes afterwards.

@@ -7,9 +7,11 @@
 # rust/bindings (clang: the C flags as they are; gcc: the flags libclang
 # does not know filtered out, and --target from the architecture).
 #
-# The including Kbuild sets RDMA_DIR (this directory, as seen from $(src))
-# and RDMA_BINDGEN_DEPS (extra headers), and makes its crate root depend on
-# $(obj)/bindings_generated.rs:
+# The including Kbuild sets RDMA_DIR (this directory, as seen from $(src)),
+# RDMA_BINDGEN_DEPS (extra headers), optionally RDMA_BINDGEN_HEADER (the
+# module's own C interface, e.g. its C helpers' prototypes: bindgen reads it
+# with bindings_helper.h for this module only), and makes its crate root
+# depend on $(obj)/bindings_generated.rs:
 #
 #   $(obj)/foo_main.o: $(obj)/bindings_generated.rs
 #   $(obj)/foo_main.o: export RDMA_BINDINGS_RS = $(abspath $(obj))/bindings_generated.rs
@@ -57,9 +59,10 @@ quiet_cmd_rdma_bindgen = BINDGEN $@
 	$(BINDGEN) $< $(shell grep -Ev '^\#|^$$' $(RDMA_DIR)/bindgen_parameters) \
 		--rust-target 1.85 --use-core --with-derive-default --ctypes-prefix ffi \
 		--no-layout-tests --no-debug '.*' --enable-function-attribute-detection \
-		-o $@ -- $(rdma_bindgen_c_flags_final) -I$(RDMA_DIR)
+		-o $@ -- $(rdma_bindgen_c_flags_final) -I$(RDMA_DIR) \
+		$(if $(RDMA_BINDGEN_HEADER),-include $(RDMA_BINDGEN_HEADER))
 
 $(obj)/bindings_generated.rs: $(RDMA_DIR)/bindings_helper.h $(RDMA_DIR)/bindgen_parameters \
-		$(RDMA_BINDGEN_DEPS) FORCE
+		$(RDMA_BINDGEN_HEADER) $(RDMA_BINDGEN_DEPS) FORCE
 	$(call if_changed_dep,rdma_bindgen)
 targets += bindings_generated.rs

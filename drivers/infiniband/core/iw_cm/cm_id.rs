@@ -52,6 +52,7 @@
 //! one cm_id's `inner` is held at a time (a listener and its child are
 //! locked one after the other).  `CmId::waiters` waits on `inner`.
 
+use crate::c_helpers::{self, ModulePin};
 use crate::event_check::{self, Faults, Kind, Verdict};
 use crate::rdma::cm_event::{CmEvent, CmHandler, EventType, RawCmEvent};
 use crate::rdma::iw_provider::{
@@ -149,14 +150,9 @@ pub(crate) struct DevInfo {
 
 impl DevInfo {
     /// Reads what iw_cm needs of `dev`.  Any context.
-    ///
-    /// # Safety
-    ///
-    /// `dev` is held by the caller's ULP (a cm_id is being created on it).
-    unsafe fn read(dev: &IwDevice) -> Self {
+    fn read(dev: &IwDevice) -> Self {
         Self {
-            // SAFETY: the device is held (caller).
-            name: unsafe { table::copy_dev_name(dev) },
+            name: table::copy_dev_name(dev),
             max_rd_atom: dev.max_rd_atom(),
             #[cfg(CONFIG_KUNIT)]
             connect_op: dev.connect_op(),
@@ -277,57 +273,8 @@ pub(crate) struct CmId {
     /// The cm_id's number in the table and the reports.
     table_id: u64,
     /// This module's reference for the cm_id's lifetime.  Last field: it
-    /// is dropped after everything else of the cm_id (see [`ModulePin`]).
+    /// is dropped after everything else of the cm_id (see [`crate::c_helpers::ModulePin`]).
     _module: ModulePin,
-}
-
-/// A reference on this module (`try_module_get(THIS_MODULE)`), held by
-/// every live cm_id, so that `rmmod iw_cm` answers "in use" while a
-/// provider can still call `event_handler`, `add_ref` or `rem_ref`, a
-/// queued event can still run, or the ULP still owns a cm_id.  (rdma_cm,
-/// the only ULP of the exported API, already holds the module through its
-/// symbol dependency; the provider references are what the pin adds.)
-///
-/// The window it leaves: the reference is dropped in the cm_id's
-/// destructor, after which the thread that dropped the last `Arc` still
-/// runs a few instructions of this module (the rest of the `Arc` drop:
-/// `kfree`, then the return through `cm_rem_ref` or `iw_destroy_cm_id`;
-/// not the delivery work's `run`: module exit's `destroy_workqueue`
-/// waits for a running work item).  A concurrent `rmmod` that sees the count
-/// at 0 in that window runs the module exit and then `synchronize_rcu()`
-/// before the module's memory is freed; the window is therefore only
-/// open if that thread is preempted (or interrupted) for longer than a
-/// grace period between `module_put()` and its return.  The kernel's own
-/// modules that drop their own reference (`module_put()` outside
-/// `module_put_and_kthread_exit()`) have the same window; closing it
-/// would need the final put in core kernel code.
-///
-/// # Invariants
-///
-/// Holds one reference on this module, taken in [`ModulePin::get`] and
-/// given back in `drop`.
-struct ModulePin(());
-
-impl ModulePin {
-    /// Takes a reference on this module.  `ENODEV` when the module is being
-    /// unloaded (cannot happen while a listener or rdma_cm holds it, which
-    /// every caller of `iw_create_cm_id` and every CONNECT_REQUEST does).
-    /// Any context.
-    fn get() -> Result<Self> {
-        // SAFETY: `try_module_get(THIS_MODULE)`, callable from any context.
-        if unsafe { crate::c::iwcm_c_module_get() } {
-            Ok(Self(()))
-        } else {
-            Err(ENODEV)
-        }
-    }
-}
-
-impl Drop for ModulePin {
-    fn drop(&mut self) {
-        // SAFETY: gives back the reference taken in `get` (type invariant).
-        unsafe { crate::c::iwcm_c_module_put() };
-    }
 }
 
 // SAFETY: the raw pointers inside (`iw_cm_id`'s context, device, provider
@@ -368,8 +315,7 @@ impl CmId {
         if !dev.is_iwarp() {
             return Err(EINVAL);
         }
-        // SAFETY: the ULP creating a cm_id holds the device.
-        let info = unsafe { DevInfo::read(&dev) };
+        let info = DevInfo::read(&dev);
         let id = Self::alloc(dev, info, cm_handler, context, GFP_KERNEL)?;
         table::register(&id)?;
         Ok(id)
@@ -411,7 +357,7 @@ impl CmId {
         context: *mut c_void,
         flags: kernel::alloc::Flags,
     ) -> Result<Arc<CmId>> {
-        crate::fault_point(core::mem::size_of::<CmId>())?;
+        crate::c_helpers::fault_point(core::mem::size_of::<CmId>())?;
         let module = ModulePin::get()?;
         let raw = SharedCmId::new(
             dev.as_raw(),
@@ -533,7 +479,7 @@ impl CmId {
         let bytes = n
             .checked_mul(core::mem::size_of::<Option<Event>>())
             .ok_or(ENOMEM)?;
-        crate::fault_point(bytes)?;
+        crate::c_helpers::fault_point(bytes)?;
         let mut slots = KVVec::with_capacity(n, flags)?;
         for _ in 0..n {
             slots.push(None, flags)?;
@@ -556,7 +502,7 @@ impl CmId {
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         let backlog = match backlog {
             b if b < 0 => return Err(EINVAL),
-            0 => crate::default_backlog(),
+            0 => crate::c_helpers::default_backlog(),
             b => b as u32,
         };
         let backlog_i32 = i32::try_from(backlog).map_err(|_| EINVAL)?;

@@ -21,6 +21,8 @@
 #include <rdma/iw_portmap.h>
 #include <rdma/rdma_netlink.h>
 
+#include "iw_cm_c.h"
+
 EXPORT_SYMBOL(iwcm_reject_msg);
 EXPORT_SYMBOL(iw_create_cm_id);
 EXPORT_SYMBOL(iw_destroy_cm_id);
@@ -32,30 +34,6 @@ EXPORT_SYMBOL(iw_cm_connect);
 EXPORT_SYMBOL(iw_cm_init_qp_attr);
 
 MODULE_ALIAS_RDMA_NETLINK(RDMA_NL_IWCM, 2);
-
-/* Prototypes of the helpers below, as declared in iw_cm_main.rs. */
-unsigned int iwcm_c_default_backlog(void);
-struct workqueue_struct *iwcm_c_wq(void);
-int iwcm_c_wq_alloc(void);
-void iwcm_c_wq_destroy(void);
-int iwcm_c_sysctl_register(void);
-void iwcm_c_sysctl_unregister(void);
-void iwcm_c_nl_register(void);
-void iwcm_c_nl_unregister(void);
-void iwcm_c_fault_init(void);
-void iwcm_c_fault_exit(void);
-const char *iwcm_c_dev_name(struct ib_device *device);
-bool iwcm_c_should_fail_alloc(size_t size);
-int iwcm_c_copy_pdata(void *dst, const void *src, size_t len);
-int iwcm_c_format_symbol(char *buf, size_t len, const void *fn);
-int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a);
-bool iwcm_c_stuck_ratelimit(void);
-void iwcm_c_stuck_arm(void);
-void iwcm_c_stuck_exit(void);
-void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
-			 const void *handler, const char *dev, u64 ms, bool done);
-/* In Rust (cm_id/table.rs). */
-bool iwcm_stuck_scan(unsigned int threshold_ms);
 
 static unsigned int default_backlog = 256;
 
@@ -100,14 +78,6 @@ unsigned int iwcm_c_default_backlog(void)
 struct workqueue_struct *iwcm_c_wq(void)
 {
 	return iwcm_wq;
-}
-
-/* dev_name(), or "" for a device not (yet) named: never NULL. */
-const char *iwcm_c_dev_name(struct ib_device *device)
-{
-	const char *name = dev_name(&device->dev);
-
-	return name ? name : "";
 }
 
 /*
@@ -208,7 +178,7 @@ void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
 static DECLARE_FAULT_ATTR(iwcm_fail_alloc);
 static struct dentry *iwcm_fail_dir;
 
-static void iwcm_fault_init(void)
+void iwcm_c_fault_init(void)
 {
 	iwcm_fail_dir = fault_create_debugfs_attr("fail_iw_cm", NULL,
 						  &iwcm_fail_alloc);
@@ -219,7 +189,7 @@ static void iwcm_fault_init(void)
 	}
 }
 
-static void iwcm_fault_exit(void)
+void iwcm_c_fault_exit(void)
 {
 	debugfs_remove_recursive(iwcm_fail_dir);
 }
@@ -230,8 +200,8 @@ bool iwcm_c_should_fail_alloc(size_t size)
 	return should_fail(&iwcm_fail_alloc, size);
 }
 #else
-static void iwcm_fault_init(void) { }
-static void iwcm_fault_exit(void) { }
+void iwcm_c_fault_init(void) { }
+void iwcm_c_fault_exit(void) { }
 bool iwcm_c_should_fail_alloc(size_t size) { return false; }
 #endif
 
@@ -240,9 +210,6 @@ bool iwcm_c_should_fail_alloc(size_t size) { return false; }
  * Every cm_id holds a reference on this module (cm_id.rs, ModulePin), so
  * rmmod answers "in use" while a provider can still call into it.
  */
-bool iwcm_c_module_get(void);
-void iwcm_c_module_put(void);
-
 bool iwcm_c_module_get(void)
 {
 	return try_module_get(THIS_MODULE);
@@ -295,16 +262,6 @@ void iwcm_c_nl_register(void)
 void iwcm_c_nl_unregister(void)
 {
 	rdma_nl_unregister(RDMA_NL_IWCM);
-}
-
-void iwcm_c_fault_init(void)
-{
-	iwcm_fault_init();
-}
-
-void iwcm_c_fault_exit(void)
-{
-	iwcm_fault_exit();
 }
 
 /*

@@ -24,6 +24,7 @@
 
 use kernel::{debugfs, prelude::*};
 
+mod c_helpers;
 mod cm_id;
 pub mod event_check;
 #[cfg(CONFIG_KUNIT)]
@@ -43,93 +44,6 @@ module! {
     authors: ["The Rust iw_cm authors"],
     description: "iWARP CM (Rust: per-cm_id lifetime and event delivery)",
     license: "Dual BSD/GPL",
-}
-
-/// Helpers of iw_cm_exports.c (prototypes there).
-mod c {
-    extern "C" {
-        pub(crate) fn iwcm_c_default_backlog() -> u32;
-        pub(crate) fn iwcm_c_wq() -> *mut kernel::bindings::workqueue_struct;
-        pub(crate) fn iwcm_c_wq_alloc() -> core::ffi::c_int;
-        pub(crate) fn iwcm_c_wq_destroy();
-        pub(crate) fn iwcm_c_sysctl_register() -> core::ffi::c_int;
-        pub(crate) fn iwcm_c_sysctl_unregister();
-        pub(crate) fn iwcm_c_nl_register();
-        pub(crate) fn iwcm_c_nl_unregister();
-        pub(crate) fn iwcm_c_fault_init();
-        pub(crate) fn iwcm_c_fault_exit();
-        /// `dev_name(&dev->dev)` of a `struct ib_device *`.
-        pub(crate) fn iwcm_c_dev_name(dev: *mut core::ffi::c_void) -> *const kernel::ffi::c_char;
-        pub(crate) fn iwcm_c_should_fail_alloc(size: usize) -> bool;
-        /// `try_module_get(THIS_MODULE)`.
-        pub(crate) fn iwcm_c_module_get() -> bool;
-        /// `module_put(THIS_MODULE)`.
-        pub(crate) fn iwcm_c_module_put();
-        /// `snprintf(buf, len, "%ps", f)`.
-        pub(crate) fn iwcm_c_format_symbol(
-            buf: *mut kernel::ffi::c_char,
-            len: usize,
-            f: *const core::ffi::c_void,
-        ) -> core::ffi::c_int;
-        /// `snprintf(buf, len, "%pISpc", a)`, or "-" for an unset address.
-        pub(crate) fn iwcm_c_format_addr(
-            buf: *mut kernel::ffi::c_char,
-            len: usize,
-            a: *const crate::bindings::__kernel_sockaddr_storage,
-        ) -> core::ffi::c_int;
-        /// Whether the next stuck-handler line may be printed (the rate
-        /// limit, 10 lines per 5 s).
-        pub(crate) fn iwcm_c_stuck_ratelimit() -> bool;
-        /// Arms the stuck-handler watch unless it is pending or off.
-        pub(crate) fn iwcm_c_stuck_arm();
-        /// Cancels the stuck-handler watch (module exit).
-        pub(crate) fn iwcm_c_stuck_exit();
-        /// The stuck-handler report line.
-        pub(crate) fn iwcm_c_report_stuck(
-            id: u64,
-            state: *const kernel::ffi::c_char,
-            event: *const kernel::ffi::c_char,
-            handler: *const core::ffi::c_void,
-            dev: *const kernel::ffi::c_char,
-            ms: u64,
-            done: bool,
-        );
-        /// `copy_from_kernel_nofault()` of an untrusted provider pointer:
-        /// 0, or -EFAULT for an unreadable (or first-page) address.
-        pub(crate) fn iwcm_c_copy_pdata(
-            dst: *mut core::ffi::c_void,
-            src: *const core::ffi::c_void,
-            len: usize,
-        ) -> core::ffi::c_int;
-    }
-}
-
-/// Fault point of an allocation of `size` bytes (a cm_id or event slots): `Err(ENOMEM)`
-/// when /sys/kernel/debug/fail_iw_cm (the kernel's fault-injection
-/// framework, `should_fail()`) selects this call, `Ok(())` otherwise and
-/// always without CONFIG_FAULT_INJECTION_DEBUG_FS.  Any context.
-pub(crate) fn fault_point(size: usize) -> Result {
-    // SAFETY: `should_fail()` on a static fault_attr; callable from any
-    // context, no pointer arguments.
-    if unsafe { c::iwcm_c_should_fail_alloc(size) } {
-        return Err(ENOMEM);
-    }
-    Ok(())
-}
-
-/// The event delivery workqueue (allocated by [`DeliveryQueue::new`]).
-pub(crate) fn delivery_queue() -> &'static kernel::workqueue::Queue {
-    // SAFETY: `DeliveryQueue::new` allocated the queue before any cm_id can
-    // exist, and its drop destroys it at module exit, which cannot run
-    // while a cm_id (and so a queued work item) exists: each holds a
-    // reference on this module (`cm_id::ModulePin`).
-    unsafe { kernel::workqueue::Queue::from_raw(c::iwcm_c_wq()) }
-}
-
-/// net/iw_cm/default_backlog.
-pub(crate) fn default_backlog() -> u32 {
-    // SAFETY: reads a C global with READ_ONCE.
-    unsafe { c::iwcm_c_default_backlog() }
 }
 
 /// Defines a registration of iw_cm_init() (iwcm.c) as an owned value:
@@ -172,35 +86,35 @@ registration!(
     /// The `iw_cm_wq` delivery workqueue.
     DeliveryQueue,
     // SAFETY: called once, at module init.
-    kernel::error::to_result(unsafe { c::iwcm_c_wq_alloc() }),
-    c::iwcm_c_wq_destroy
+    kernel::error::to_result(unsafe { bindings::iwcm_c_wq_alloc() }),
+    bindings::iwcm_c_wq_destroy
 );
 registration!(
     /// The `net/iw_cm` sysctl table.
     Sysctl,
     // SAFETY: called once, at module init.
-    kernel::error::to_result(unsafe { c::iwcm_c_sysctl_register() }),
-    c::iwcm_c_sysctl_unregister
+    kernel::error::to_result(unsafe { bindings::iwcm_c_sysctl_register() }),
+    bindings::iwcm_c_sysctl_unregister
 );
 registration!(
     /// The port mapper's netlink callbacks (`RDMA_NL_IWCM`).
     Netlink,
     {
         // SAFETY: called once, at module init.
-        unsafe { c::iwcm_c_nl_register() };
+        unsafe { bindings::iwcm_c_nl_register() };
         Ok::<(), Error>(())
     },
-    c::iwcm_c_nl_unregister
+    bindings::iwcm_c_nl_unregister
 );
 registration!(
     /// /sys/kernel/debug/fail_iw_cm (fault injection; nothing without it).
     FaultAttr,
     {
         // SAFETY: called once, at module init.
-        unsafe { c::iwcm_c_fault_init() };
+        unsafe { bindings::iwcm_c_fault_init() };
         Ok::<(), Error>(())
     },
-    c::iwcm_c_fault_exit
+    bindings::iwcm_c_fault_exit
 );
 
 /// `iwpm_exit(RDMA_NL_IWCM)`.
@@ -221,9 +135,7 @@ struct StuckWatch;
 
 impl Drop for StuckWatch {
     fn drop(&mut self) {
-        // SAFETY: `cancel_delayed_work_sync` of the static watch; process
-        // context (module exit or a failed init).
-        unsafe { c::iwcm_c_stuck_exit() };
+        c_helpers::stuck_exit();
         // The watch walked the table: free its storage after it.
         cm_id::table::exit();
     }

@@ -14,7 +14,7 @@ impl CmId {
     pub(super) fn kick(this: ArcBorrow<'_, CmId>) {
         let arc: Arc<CmId> = this.into();
         // `Err` means already queued: that run will see our event.
-        let _ = crate::delivery_queue().enqueue(arc);
+        let _ = crate::c_helpers::delivery_queue().enqueue(arc);
     }
 
     /// The work item: delivers the queued events in order.

@@ -48,11 +48,7 @@ impl CmId {
         // not change them during the call, and the provider has not seen
         // the id yet.
         let (local, remote) = unsafe { self.raw.addrs() };
-        // SAFETY: the device is valid (IwDevice invariant).
-        let devname = unsafe { crate::c::iwcm_c_dev_name(self.dev.as_raw().cast()) };
-        // SAFETY: `dev_name` returns a NUL-terminated string owned by the
-        // device, which outlives this call.
-        let devname = unsafe { CStr::from_char_ptr(devname) }.to_bytes();
+        let devname = self.dev.name().to_bytes();
         // SAFETY: as above; nobody else accesses the mapped addresses now.
         unsafe { self.raw.set_mapped_addrs(local, remote) };
         if !iwpm::register(devname, self.dev.ifname())? {

@@ -174,16 +174,9 @@ pub(super) struct Delivery {
 pub(crate) type DevName = CBuf<64>;
 
 /// The name of `dev`.  Any context.
-///
-/// # Safety
-///
-/// `dev` is held by the caller (a ULP creating a cm_id on it).
-pub(super) unsafe fn copy_dev_name(dev: &IwDevice) -> DevName {
+pub(super) fn copy_dev_name(dev: &IwDevice) -> DevName {
     let mut b = CBuf::new();
-    // SAFETY: the device is live (caller); `dev_name` is a NUL-terminated
-    // string, never NULL (iw_cm_exports.c).
-    let name = unsafe { CStr::from_char_ptr(crate::c::iwcm_c_dev_name(dev.as_raw().cast())) };
-    let bytes = name.to_bytes();
+    let bytes = dev.name().to_bytes();
     if bytes.is_empty() {
         // One word per column: an unnamed device shows as "-".
         b.buf[0] = b'-';
@@ -274,6 +267,11 @@ impl<const N: usize> CBuf<N> {
     pub(crate) fn as_char_ptr(&self) -> *const kernel::ffi::c_char {
         self.buf.as_ptr().cast()
     }
+
+    /// The buffer up to its first NUL as a C string (empty if it had none).
+    pub(crate) fn as_c_str(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.buf).unwrap_or(c"")
+    }
 }
 
 /// `%ps` of `f` (a handler's symbol, or its address without kallsyms).
@@ -282,11 +280,7 @@ fn symbol(f: usize) -> CBuf<96> {
     if f == 0 {
         b.buf[0] = b'-';
     } else {
-        // SAFETY: `buf` is writable for its length; `%ps` only looks the
-        // address up in kallsyms, it does not dereference it.
-        unsafe {
-            crate::c::iwcm_c_format_symbol(b.buf.as_mut_ptr().cast(), 96, f as *const c_void)
-        };
+        c_helpers::format_symbol(&mut b.buf, f);
     }
     b
 }
@@ -294,9 +288,7 @@ fn symbol(f: usize) -> CBuf<96> {
 /// `%pISpc` of `a` ("-" when unset).
 fn addr(a: &SockAddr) -> CBuf<56> {
     let mut b = CBuf::new();
-    // SAFETY: `buf` is writable for its length; `a` is a valid
-    // sockaddr_storage, read according to its family.
-    unsafe { crate::c::iwcm_c_format_addr(b.buf.as_mut_ptr().cast(), 56, a) };
+    c_helpers::format_addr(&mut b.buf, a);
     b
 }
 
@@ -382,19 +374,15 @@ fn report(s: &Stuck, done: bool) {
         }
         None => event.buf[0] = b'-',
     }
-    // SAFETY: the strings are NUL-terminated buffers that live through the
-    // call; `handler` is only printed with `%ps`.
-    unsafe {
-        crate::c::iwcm_c_report_stuck(
-            s.id,
-            state.buf.as_ptr().cast(),
-            event.buf.as_ptr().cast(),
-            s.handler as *const c_void,
-            s.dev.buf.as_ptr().cast(),
-            s.ms.max(0) as u64,
-            done,
-        )
-    };
+    c_helpers::report_stuck(
+        s.id,
+        state.as_c_str(),
+        event.as_c_str(),
+        s.handler,
+        s.dev.as_c_str(),
+        s.ms.max(0) as u64,
+        done,
+    );
 }
 
 /// A `fmt::Write` into a fixed buffer (truncating).
@@ -439,8 +427,7 @@ pub(crate) extern "C" fn iwcm_stuck_scan(threshold_ms: u32) -> bool {
             }
             // Rate-limited before it counts as reported: a line the limit
             // suppresses is tried again at the next scan.
-            // SAFETY: `__ratelimit` on a static state; any context.
-            if !unsafe { crate::c::iwcm_c_stuck_ratelimit() } {
+            if !c_helpers::stuck_ratelimit() {
                 continue;
             }
             d.reported = true;
@@ -482,8 +469,7 @@ impl CmId {
             handler,
             reported: false,
         });
-        // SAFETY: queues a static delayed work; any context.
-        unsafe { crate::c::iwcm_c_stuck_arm() };
+        c_helpers::stuck_arm();
     }
 
     /// Marks the end of the delivery (with `inner` held); when the watch had

@@ -110,20 +110,7 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
     if copy_pdata {
         let len = usize::from(src.private_data_len);
         pdata.reserve(len, GFP_ATOMIC)?;
-        // SAFETY: `pdata` has room for `len` bytes; the helper reads the
-        // untrusted source with copy_from_kernel_nofault() and fails
-        // instead of faulting.
-        let r = unsafe {
-            crate::c::iwcm_c_copy_pdata(
-                pdata.as_mut_ptr().cast(),
-                src.private_data.cast_const(),
-                len,
-            )
-        };
-        if r == 0 {
-            // SAFETY: the helper initialised the first `len` bytes.
-            unsafe { pdata.inc_len(len) };
-        } else {
+        if c_helpers::copy_nofault(&mut pdata, src.private_data.cast_const(), len).is_err() {
             faults = faults.with(Faults::PDATA_BAD_POINTER);
             if kind == Kind::ConnectRequest {
                 report_event_faults(this, src, faults, true);

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The C helpers of iw_cm_exports.c (declared in iw_cm_c.h, read by
+//! bindgen) behind safe functions: the one place where the cm_id code calls
+//! into this module's C side.  Each wrapper states why its call is sound;
+//! the callers (cm_id.rs and cm_id/) call safe functions.
+//!
+//! The registrations of module init and exit (the workqueue, sysctl,
+//! netlink and fault-injection pairs) stay in the crate root, which owns
+//! them as the module state's fields.
+
+use crate::bindings;
+use core::ffi::c_void;
+use kernel::prelude::*;
+
+/// A reference on this module (`try_module_get(THIS_MODULE)`), held by
+/// every live cm_id, so that `rmmod iw_cm` answers "in use" while a
+/// provider can still call `event_handler`, `add_ref` or `rem_ref`, a
+/// queued event can still run, or the ULP still owns a cm_id.  (rdma_cm,
+/// the only ULP of the exported API, already holds the module through its
+/// symbol dependency; the provider references are what the pin adds.)
+///
+/// The window it leaves: the reference is dropped in the cm_id's
+/// destructor, after which the thread that dropped the last `Arc` still
+/// runs a few instructions of this module (the rest of the `Arc` drop:
+/// `kfree`, then the return through `cm_rem_ref` or `iw_destroy_cm_id`;
+/// not the delivery work's `run`: module exit's `destroy_workqueue`
+/// waits for a running work item).  A concurrent `rmmod` that sees the count
+/// at 0 in that window runs the module exit and then `synchronize_rcu()`
+/// before the module's memory is freed; the window is therefore only
+/// open if that thread is preempted (or interrupted) for longer than a
+/// grace period between `module_put()` and its return.  The kernel's own
+/// modules that drop their own reference (`module_put()` outside
+/// `module_put_and_kthread_exit()`) have the same window; closing it
+/// would need the final put in core kernel code.
+///
+/// # Invariants
+///
+/// Holds one reference on this module, taken in [`ModulePin::get`] and
+/// given back in `drop`.
+pub(crate) struct ModulePin(());
+
+impl ModulePin {
+    /// Takes a reference on this module.  `ENODEV` when the module is being
+    /// unloaded (cannot happen while a listener or rdma_cm holds it, which
+    /// every caller of `iw_create_cm_id` and every CONNECT_REQUEST does).
+    /// Any context.
+    pub(crate) fn get() -> Result<Self> {
+        // SAFETY: `try_module_get(THIS_MODULE)`, callable from any context.
+        if unsafe { bindings::iwcm_c_module_get() } {
+            Ok(Self(()))
+        } else {
+            Err(ENODEV)
+        }
+    }
+}
+
+impl Drop for ModulePin {
+    fn drop(&mut self) {
+        // SAFETY: gives back the reference taken in `get` (type invariant).
+        unsafe { bindings::iwcm_c_module_put() };
+    }
+}
+
+/// Fault point of an allocation of `size` bytes (a cm_id or event slots): `Err(ENOMEM)`
+/// when /sys/kernel/debug/fail_iw_cm (the kernel's fault-injection
+/// framework, `should_fail()`) selects this call, `Ok(())` otherwise and
+/// always without CONFIG_FAULT_INJECTION_DEBUG_FS.  Any context.
+pub(crate) fn fault_point(size: usize) -> Result {
+    // SAFETY: `should_fail()` on a static fault_attr; callable from any
+    // context, no pointer arguments.
+    if unsafe { bindings::iwcm_c_should_fail_alloc(size) } {
+        return Err(ENOMEM);
+    }
+    Ok(())
+}
+
+/// The event delivery workqueue (allocated by the crate root's
+/// `DeliveryQueue` at module init).
+pub(crate) fn delivery_queue() -> &'static kernel::workqueue::Queue {
+    // SAFETY: `DeliveryQueue::new` allocated the queue before any cm_id can
+    // exist, and its drop destroys it at module exit, which cannot run
+    // while a cm_id (and so a queued work item) exists: each holds a
+    // reference on this module ([`ModulePin`]).  The crate's
+    // `workqueue_struct` is the kernel's, declared again by bindgen.
+    unsafe { kernel::workqueue::Queue::from_raw(bindings::iwcm_c_wq().cast()) }
+}
+
+/// net/iw_cm/default_backlog.  Any context.
+pub(crate) fn default_backlog() -> u32 {
+    // SAFETY: reads a C global with READ_ONCE; no arguments.
+    unsafe { bindings::iwcm_c_default_backlog() }
+}
+
+/// Copies `len` bytes of a provider event's private data from `src`, an
+/// untrusted address (a buggy provider hands iw_cm NULL + 4 when it has no
+/// buffer), to the end of `dst`, within its spare capacity.
+///
+/// `EFAULT` when `src` is unreadable (user-space, unmapped, the first
+/// page): `copy_from_kernel_nofault()` fails instead of oopsing; `EINVAL`
+/// when `dst` has no room for `len` bytes.  `src` is never dereferenced
+/// here.  Any context (does not sleep).
+pub(crate) fn copy_nofault(dst: &mut KVec<u8>, src: *const c_void, len: usize) -> Result {
+    let room = dst.spare_capacity_mut();
+    if room.len() < len {
+        return Err(EINVAL);
+    }
+    // SAFETY: `room` is writable for `len` bytes (checked above); the
+    // helper reads `src` only through copy_from_kernel_nofault(), which
+    // accepts any address.
+    let r = unsafe { bindings::iwcm_c_copy_pdata(room.as_mut_ptr().cast(), src, len) };
+    if r != 0 {
+        return Err(EFAULT);
+    }
+    // SAFETY: the helper initialised the `len` bytes after the current
+    // length, within the capacity.
+    unsafe { dst.inc_len(len) };
+    Ok(())
+}
+
+/// Writes `%ps` of the address `f` (a handler's symbol, or its address
+/// without kallsyms) into `buf`, NUL-terminated and truncated as
+/// `snprintf()` does.  Any context.
+pub(crate) fn format_symbol(buf: &mut [u8], f: usize) {
+    // SAFETY: `buf` is writable for its length; `%ps` only looks the
+    // address up in kallsyms, it does not dereference it.
+    unsafe {
+        bindings::iwcm_c_format_symbol(buf.as_mut_ptr().cast(), buf.len(), f as *const c_void)
+    };
+}
+
+/// Writes `%pISpc` of `a` into `buf` ("-" for an address of no IP
+/// family), NUL-terminated and truncated as `snprintf()` does.  Any context.
+pub(crate) fn format_addr(buf: &mut [u8], a: &bindings::__kernel_sockaddr_storage) {
+    // SAFETY: `buf` is writable for its length; `a` is a valid
+    // sockaddr_storage, read according to its family.
+    unsafe { bindings::iwcm_c_format_addr(buf.as_mut_ptr().cast(), buf.len(), a) };
+}
+
+/// Whether the next stuck-handler line may be printed (the rate limit,
+/// 10 lines per 5 s).  Any context.
+pub(crate) fn stuck_ratelimit() -> bool {
+    // SAFETY: `__ratelimit` on a static state; any context.
+    unsafe { bindings::iwcm_c_stuck_ratelimit() }
+}
+
+/// Arms the stuck-handler watch unless it is pending or turned off.  Any
+/// context.
+pub(crate) fn stuck_arm() {
+    // SAFETY: queues a static delayed work; any context.
+    unsafe { bindings::iwcm_c_stuck_arm() };
+}
+
+/// Cancels the stuck-handler watch and waits for a running scan.  Process
+/// context (module exit or a failed init).
+pub(crate) fn stuck_exit() {
+    // SAFETY: `cancel_delayed_work_sync` of the static watch; it may
+    // sleep, which the callers allow.
+    unsafe { bindings::iwcm_c_stuck_exit() };
+}
+
+/// Prints the stuck-handler report line of cm_id `id`: the handler `handler`
+/// (printed with `%ps`) has been handling `event` in `state` for `ms` ms,
+/// or returned after `ms` ms when `done`.  The caller took the rate
+/// limit's decision.  Any context.
+pub(crate) fn report_stuck(
+    id: u64,
+    state: &CStr,
+    event: &CStr,
+    handler: usize,
+    dev: &CStr,
+    ms: u64,
+    done: bool,
+) {
+    // SAFETY: the strings are NUL-terminated and live through the call;
+    // `handler` is only printed with `%ps`, never dereferenced.
+    unsafe {
+        bindings::iwcm_c_report_stuck(
+            id,
+            state.as_char_ptr(),
+            event.as_char_ptr(),
+            handler as *const c_void,
+            dev.as_char_ptr(),
+            ms,
+            done,
+        )
+    };
+}
