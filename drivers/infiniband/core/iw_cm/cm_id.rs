@@ -63,8 +63,9 @@ use crate::rdma::shared_cm_id::{Callbacks, RawCmId, SharedCmId};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use event::{Checked, Event, EventRing};
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
@@ -75,9 +76,9 @@ use kernel::{
 use upcall::{cm_add_ref, cm_event_handler, cm_rem_ref};
 
 /// The number of live cm_ids (debugfs iw_cm/count).
-pub(crate) type LiveCount = AtomicUsize;
+pub(crate) type LiveCount = Atomic<usize>;
 /// See [`LiveCount`].
-pub(crate) static LIVE: LiveCount = AtomicUsize::new(0);
+pub(crate) static LIVE: LiveCount = Atomic::new(0);
 
 /// Event slots of an active cm_id: CONNECT_REPLY, ESTABLISHED, DISCONNECT,
 /// CLOSE (iwcm.c preallocates as many work entries).
@@ -87,7 +88,7 @@ const PASSIVE_EVENT_SLOTS: usize = 3;
 
 /// Provider faults seen since the module was loaded (every one; the WARN
 /// is once per call site).
-pub(crate) static PROVIDER_FAULTS: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static PROVIDER_FAULTS: Atomic<usize> = Atomic::new(0);
 
 /// How a provider fault is logged.
 #[derive(PartialEq, Eq)]
@@ -165,14 +166,13 @@ impl DevInfo {
 /// in C terms, where iwcm.c has `BUG()` for some of these.
 macro_rules! provider_fault {
     ($dev:expr, $($arg:tt)*) => {{
-        static WARNED: AtomicBool = AtomicBool::new(false);
-        PROVIDER_FAULTS.fetch_add(1, Ordering::Relaxed);
+        PROVIDER_FAULTS.add(1, Relaxed);
         trace_provider_fault($dev, concat!(file!(), ":", line!(), "\0"));
         match fault_log($dev) {
             FaultLog::Info => pr_info!($($arg)*),
             FaultLog::Silent => {}
             FaultLog::Warn => {
-                if !WARNED.swap(true, Ordering::Relaxed) {
+                kernel::do_once_lite! {
                     pr_warn!($($arg)*);
                     kernel::warn_on!(true);
                 }
@@ -396,7 +396,7 @@ impl CmId {
             flags,
         )?;
         // The destructor counts it down.
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        LIVE.add(1, Relaxed);
         if trace::iw_cm_id_create_enabled() {
             trace::iw_cm_id_create(table_id, id.dev_info.name.as_char_ptr());
         }
@@ -834,6 +834,6 @@ impl PinnedDrop for CmId {
         if trace::iw_cm_id_destroy_enabled() {
             trace::iw_cm_id_destroy(self.table_id, self.dev_info.name.as_char_ptr());
         }
-        LIVE.fetch_sub(1, Ordering::Relaxed);
+        let _ = LIVE.fetch_sub(1, Relaxed);
     }
 }

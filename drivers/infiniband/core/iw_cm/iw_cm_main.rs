@@ -191,7 +191,7 @@ impl Drop for IwCmModule {
         // here, unless the unload was forced (rmmod -f): then warn.  The
         // fields' drops undo the registrations either way; a cm_id left
         // behind would then call into freed code.
-        let live = cm_id::LIVE.load(core::sync::atomic::Ordering::Relaxed);
+        let live = cm_id::LIVE.load(kernel::sync::atomic::Relaxed);
         if live != 0 {
             pr_err!(
                 "unloaded with {} cm_id(s) still live (forced unload?)\n",

@@ -40,13 +40,13 @@ pub(crate) fn expected_fault_log(connect_op: usize) -> Option<FaultLog> {
 /// Live cm_ids of this module, on every device.  Any context.
 #[no_mangle]
 pub extern "C" fn iwcm_kunit_live_cm_ids() -> usize {
-    LIVE.load(Ordering::Relaxed)
+    LIVE.load(kernel::sync::atomic::Relaxed)
 }
 
 /// Provider faults counted since the module was loaded.  Any context.
 #[no_mangle]
 pub extern "C" fn iwcm_kunit_provider_faults() -> usize {
-    PROVIDER_FAULTS.load(Ordering::Relaxed)
+    PROVIDER_FAULTS.load(kernel::sync::atomic::Relaxed)
 }
 
 /// Whether `cm_id` has no provider event queued or being delivered.

@@ -64,15 +64,12 @@ impl CmId {
                     self.raw.set_mapped_addrs(m_local, m_remote)
                 },
                 None => {
-                    static FAMILY_NOTED: AtomicBool = AtomicBool::new(false);
-                    if !FAMILY_NOTED.swap(true, Ordering::Relaxed) {
-                        pr_info!(
-                            "port mapper answered with an address of another family ({} / {} for {}): mapping not used (said once)\n",
-                            sockaddr::family(&m.local),
-                            sockaddr::family(&m.remote),
-                            sockaddr::family(&local)
-                        );
-                    }
+                    kernel::pr_info_once!(
+                        "port mapper answered with an address of another family ({} / {} for {}): mapping not used (said once)\n",
+                        sockaddr::family(&m.local),
+                        sockaddr::family(&m.remote),
+                        sockaddr::family(&local)
+                    );
                 }
             }
         }

@@ -22,16 +22,15 @@
 use super::*;
 use crate::rdma::iwpm::SockAddr;
 use core::fmt;
-use core::sync::atomic::AtomicU64;
 use kernel::time::{Instant, Monotonic};
 
 /// Stable cm_id numbers for the table and the reports (never a kernel
 /// pointer: the table is readable with kptr_restrict).  The first is 1.
-static NEXT_TABLE_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_TABLE_ID: Atomic<u64> = Atomic::new(1);
 
 /// The next cm_id number.  Any context.
 pub(super) fn next_table_id() -> u64 {
-    NEXT_TABLE_ID.fetch_add(1, Ordering::Relaxed)
+    NEXT_TABLE_ID.fetch_add(1, Relaxed)
 }
 
 /// The live cm_ids, by address.

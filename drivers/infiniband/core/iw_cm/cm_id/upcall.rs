@@ -31,7 +31,7 @@ pub(super) fn report_event_faults(this: &CmId, src: &RawCmEvent, f: Faults, refu
     if f.is_empty() {
         return;
     }
-    PROVIDER_FAULTS.fetch_add(1, Ordering::Relaxed);
+    PROVIDER_FAULTS.add(1, Relaxed);
     let what = if refused {
         "refused"
     } else {
