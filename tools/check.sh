@@ -16,10 +16,11 @@
 #      2.8 times slower than a 2-vCPU guest alone): the harness's own
 #      negative tests (a kernel WARNING and a KASAN report -- lkdtm --
 #      must each fail the run, a command that never ends must be
-#      reported as a hang, 124; one boot); the iw_cm selftests with the stock C
-#      iw_cm (CI: the IWCM_CHECK_C_TESTS subset); the port mapper tests
-#      with iwcm.c built with the port mapper client fixed
-#      (tools/testing/iw_cm_c/); with ours (only when
+#      reported as a hang, 124; one boot); the iw_cm selftests with the C
+#      iw_cm (CI: the IWCM_CHECK_C_TESTS subset, then the port mapper
+#      tests, with iwcm.c built with the port mapper client fixed:
+#      tools/testing/iw_cm_c/); the in-kernel ULPs with ours and with the
+#      kernel's own iw_cm.ko; with ours (only when
 #      drivers/infiniband/core/iw_cm/iw_cm.ko exists) the selftest
 #      CI collection ending with the hostile MPA peers against upstream
 #      siw, and the KUnit suite with the nvme-rdma unplug, the fault
@@ -60,13 +61,6 @@ if [ $all -eq 1 ]; then
 else
 	export IWCM_QUICK=${IWCM_QUICK:-1}
 fi
-# The C iw_cm selftests CI runs every time: they keep the tests whose
-# expectations encode the most iw_cm semantics honest against the
-# reference (disconnect and reject semantics: the events each side gets).
-# The rest of the C suite, and the nvme-rdma unplug and iwpmd with it, run
-# under `make check-all`.
-c_ci_tests=${IWCM_CHECK_C_TESTS:-disconnect.sh reject_listener.sh}
-
 jobdir=
 passed=0
 failed=0
@@ -377,7 +371,16 @@ rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh accept_race.sh disconnect.sh rej
 rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
 rust_tests_b=${IWCM_CHECK_RUST_TESTS_B:-siw_bringup.sh rping.sh accept_race.sh ucmatose.sh cmtime.sh rdma_server_client.sh perftest.sh kill_teardown.sh disconnect.sh reject_listener.sh provider_load.sh}
 
-job_suite_c_ci() { suite c suite-c-ci "$c_ci_tests"; }
+job_suite_c_ci() {
+	# With iwcm.c built with the port mapper client fixed
+	# (tools/testing/iw_cm_c/: iwcm.c itself unchanged, so every event a
+	# ULP sees is the kernel's), so that the port mapper tests run last in
+	# the same boot (the kernel's own client oopses on a quick
+	# registration answer); the kernel's own iw_cm.ko runs the ULP tests
+	# (ulp_c).  make check-all: the whole C suite with the kernel's
+	# module, and the port mapper tests in a boot of their own.
+	IWCM_C_IWCM=iwpm-fixed suite c suite-c-ci "$c_ci_tests iwpmd.sh iwpm_requests.sh"
+}
 job_suite_c_all() { suite c; }
 job_nvme_unplug_c() {
 	# The in-tree ULP's unplug (nvmet-rdma + nvme-rdma, fio with
@@ -509,7 +512,7 @@ if [ $all -eq 1 ]; then
 else
 	jobs+=(suite_c_ci)
 fi
-jobs+=(iwpm_c)
+[ $all -eq 1 ] && jobs+=(iwpm_c)
 [ $have_rust -eq 1 ] && jobs+=(ulp_rust)
 jobs+=(ulp_c)
 if [ $have_rust -eq 1 ]; then
