@@ -31,7 +31,7 @@ IQN=iqn.2026-12.org.iwcm:selftest
 INIT_IQN=iqn.2026-12.org.iwcm:initiator
 NS=iwcm-iscsi-tcp
 T=/sys/kernel/config/target
-iwcm_init iser 13 iscsiadm iscsid nsenter fio
+iwcm_init iser 13 iscsiadm iscsid nsenter setsid fio
 ulp_require_modules "iSER" target_core_mod target_core_file iscsi_target_mod ib_isert ib_iser sd_mod
 ulp_quick
 iwcm_setup_or_bail
@@ -84,10 +84,32 @@ initiator_start() {
 	echo "InitiatorName=$INIT_IQN" > /etc/iscsi/initiatorname.iscsi
 	[ -d /var/lib/iscsi ] && mount -t tmpfs tmpfs /var/lib/iscsi
 	mkdir -p /run/lock/iscsi
-	iwcm_spawn iscsid_pid "$IWCM_TMP/iscsid.log" iscsid -f
+	# A session of its own: iscsid signals its whole process group when
+	# it is stopped, which here would be this test.
+	iwcm_spawn iscsid_pid "$IWCM_TMP/iscsid.log" setsid iscsid -f
 	iwcm_wait_for 10 test -S /run/iscsid.sock -o -e /run/iscsid.pid
 	iscsiadm -m node -o new -T "$IQN" -p "$IWCM_ADDR:$PORT" -I iser >"$IWCM_TMP/node.log" 2>&1 || {
 		iwcm_show_log "$IWCM_TMP/node.log"; return 1; }
+	# A lost connection is noticed within 10 s (NOP-Out every 5 s, 5 s to
+	# answer) and I/O fails after 30 s without a session (default 120).
+	local kv k v
+	for kv in node.conn[0].timeo.noop_out_interval=5 node.conn[0].timeo.noop_out_timeout=5 \
+			node.session.timeo.replacement_timeout=30; do
+		k=${kv%%=*} v=${kv#*=}
+		iscsiadm -m node -T "$IQN" -p "$IWCM_ADDR:$PORT" -I iser -o update -n "$k" -v "$v" \
+			>>"$IWCM_TMP/node.log" 2>&1 || { iwcm_show_log "$IWCM_TMP/node.log"; return 1; }
+	done
+}
+
+# The portal's listener went with the device (isert's DEVICE_REMOVAL
+# handler): iSER off and on again, as an administrator does once the link
+# is back, so that iscsid's session recovery can log in again.
+portal_relisten() {
+	if echo 0 > "$np/iser" && echo 1 > "$np/iser" && iwcm_wait_listen "$PORT" 20; then
+		iwcm_log "the iSER portal listens again"
+	else
+		iwcm_log "the iSER portal did not listen again"
+	fi
 }
 
 # The LUN's block device (sdX) of the iSER session.
@@ -125,10 +147,7 @@ if [ $ok -eq 1 ]; then
 	iwcm_check "the iSER connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
 		ulp_ids_shown "$PORT"
 	ulp_fio_verified "$dev" 5 --allow_file_create=0
-	ulp_unplug_relink "$dev" --allow_file_create=0
-	# The portal's listener went with the device: iSER off and on again.
-	echo 0 > "$np/iser" && echo 1 > "$np/iser" && iwcm_wait_listen "$PORT" 20 ||
-		iwcm_log "the iSER portal did not listen again"
+	ULP_ON_RELINK=portal_relisten ulp_unplug_relink "$dev" --allow_file_create=0
 	iwcm_wait_for 60 lun_ready
 	dev=$(lun_dev)
 	ulp_recovered "$dev" "iSER recovers after the relink"

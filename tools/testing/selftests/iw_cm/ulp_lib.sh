@@ -135,7 +135,8 @@ __ulp_relink() {
 }
 
 # ulp_unplug_relink FILE [fio options...]: fio on FILE for ULP_FIO_SECS, `rdma link delete`
-# 5 s in (bounded by ULP_DELETE_TIMEOUT), the link added again at once;
+# 5 s in (bounded by ULP_DELETE_TIMEOUT), the link added again at once
+# (then the function named by ULP_ON_RELINK, if set, is called);
 # fio's end waited for.  Three KTAP results: the delete returned, the link
 # came back, no verify mismatch.  ULP_RELINKED: when the link came back.
 ULP_RELINKED=
@@ -156,6 +157,9 @@ ulp_unplug_relink() {
 	if __ulp_relink; then
 		ULP_RELINKED=$(__iwcm_now)
 		ktap_test_pass "rdma link add $IWCM_RDEV again, port ACTIVE"
+		# What an administrator does once the link is back, while fio
+		# runs (iser.sh: the portal's listener, gone with the device).
+		[ -z "${ULP_ON_RELINK:-}" ] || "$ULP_ON_RELINK"
 	else
 		ULP_RELINKED=
 		ktap_test_fail "rdma link add $IWCM_RDEV again, port ACTIVE"
