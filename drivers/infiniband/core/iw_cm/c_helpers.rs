@@ -78,11 +78,10 @@ pub(crate) fn fault_point(size: usize) -> Result {
 /// The event delivery workqueue (allocated by the crate root's
 /// `DeliveryQueue` at module init).
 pub(crate) fn delivery_queue() -> &'static kernel::workqueue::Queue {
-    // SAFETY: `DeliveryQueue::new` allocated the queue before any cm_id can
-    // exist, and its drop destroys it at module exit, which cannot run
-    // while a cm_id (and so a queued work item) exists: each holds a
-    // reference on this module ([`ModulePin`]).  The crate's
-    // `workqueue_struct` is the kernel's, declared again by bindgen.
+    // The crate's `workqueue_struct` is the kernel's, declared again by
+    // bindgen: the cast changes only the Rust name of the type.
+    // SAFETY: the queue is allocated before any cm_id exists and destroyed
+    // at module exit, which no cm_id outlives (each pins the module).
     unsafe { kernel::workqueue::Queue::from_raw(bindings::iwcm_c_wq().cast()) }
 }
 
