@@ -358,8 +358,9 @@ suite() {
 # run with the C iw_cm under `make check-all`.
 c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh killed_listener.sh}
 # Our selftests CI runs every time (one boot): the connection paths, the
-# hostile MPA peers, races and unplugs, the observability, module unload.
-# make check-all runs the whole collection (adding siw bring-up, ucmatose,
+# hostile MPA peers, races and unplugs, the observability, rmmod racing
+# siw's last reference (unload_race).  make check-all runs the whole
+# collection (adding module_unload, siw bring-up, ucmatose,
 # cmtime, rdma_server/client, perftest, kill-while-data-flows and iw_cxgb4
 # load: connection churn that the KUnit stress and the fault storm also
 # drive, and provider-side checks).  With lanes, the collection in two boots.
@@ -367,7 +368,7 @@ c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hosti
 # against upstream siw (issue 10: ours survives what oopses the C iw_cm);
 # upstream siw's BH-unsafe sk_callback_lock primes lockdep against the
 # tests after it, so none comes after it (make check-all: a boot of its own).
-rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh accept_race.sh disconnect.sh reject_listener.sh hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh hostile_peer_upstream.sh}
+rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh accept_race.sh disconnect.sh reject_listener.sh hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh stuck_handler.sh trace_events.sh unload_race.sh hostile_peer_upstream.sh}
 rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
 rust_tests_b=${IWCM_CHECK_RUST_TESTS_B:-siw_bringup.sh rping.sh accept_race.sh ucmatose.sh cmtime.sh rdma_server_client.sh perftest.sh kill_teardown.sh disconnect.sh reject_listener.sh provider_load.sh}
 
@@ -395,20 +396,27 @@ job_iwpm_c() {
 	# (tools/testing/iw_cm_c/), in place of the kernel's.
 	IWCM_C_IWCM=iwpm-fixed suite c iwpm-c "iwpmd.sh iwpm_requests.sh"
 }
-# The in-kernel ULPs (NFS/RDMA, SMB Direct) through unplug, relink and
-# link flaps, with each iw_cm, on the ULP flavour of the test kernel
+# The in-kernel ULPs (NFS/RDMA, SMB Direct, nvme-rdma, iSER) through
+# unplug, relink and link flaps, with each iw_cm, on the ULP flavour of the test kernel
 # (tools/kernel/ulp.fragment) with the modules tools/ulp-tree.sh built for
 # it in a copy of this tree.
-ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh}
-ulp_suite() {	# ulp_suite IMPL
+# make check runs iser.sh with ours only: with the C iw_cm its first run
+# here drew a WARNING in LIO's iscsit_release_cmd at the logout (after an
+# isert QP fatal error) and a KASAN use-after-free of the portal group in
+# iscsit_close_session (Documentation/known_issues.rst); until that is
+# settled the C iw_cm's iSER run is in make check-all.
+ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh iser.sh}
+ulp_tests_c=${IWCM_CHECK_ULP_TESTS_C:-nfs_rdma.sh smb_direct.sh nvme_flap.sh}
+[ $all -eq 1 ] && ulp_tests_c=$ulp_tests
+ulp_suite() {	# ulp_suite IMPL TESTS
 	if [ -z "$ulp_tree" ]; then
 		record fail "ULP selftests ($1): no ULP kernel and modules (tools/ulp-tree.sh failed above)"
 		return
 	fi
-	vm_top=$ulp_tree IWCM_KFLAVOUR=ulp suite "$1" "ulp-$1" "$ulp_tests"
+	vm_top=$ulp_tree IWCM_KFLAVOUR=ulp suite "$1" "ulp-$1" "$2"
 }
-job_ulp_rust() { ulp_suite rust; }
-job_ulp_c() { ulp_suite c; }
+job_ulp_rust() { ulp_suite rust "$ulp_tests"; }
+job_ulp_c() { ulp_suite c "$ulp_tests_c"; }
 job_suite_rust() { suite rust; }
 job_suite_rust_ci() { suite rust suite-rust-ci "$rust_ci_tests"; }
 job_suite_rust_a() { suite rust suite-rust-a "$rust_tests_a"; }

@@ -42,7 +42,7 @@ ulp_require_modules() {
 # unplug and two flaps instead of three (make check-all: the full ones).
 # Call after iwcm_init.
 ulp_quick() {
-	iwcm_quick ULP_FIO_SECS "$ULP_FIO_SECS" 20 "seconds of fio around the unplug:"
+	iwcm_quick ULP_FIO_SECS "$ULP_FIO_SECS" 12 "seconds of fio around the unplug:"
 	iwcm_quick ULP_FLAPS "$ULP_FLAPS" 2 "link flaps:"
 }
 
