@@ -185,3 +185,89 @@ pub(crate) fn report_stuck(
         )
     };
 }
+
+/// Reserves the next free number in the table of live cm_ids (cyclically
+/// from 1), with nothing published at it yet.  `ENOMEM` when the table
+/// cannot grow (or `EBUSY` when every number is taken).  With `may_sleep`
+/// (process context, may sleep) it allocates with GFP_KERNEL; otherwise
+/// with GFP_ATOMIC, in any context.
+pub(crate) fn ids_reserve(may_sleep: bool) -> Result<u32> {
+    let mut id = 0u32;
+    // SAFETY: `id` is writable; the helper sleeps only with `may_sleep`,
+    // which the caller passes only where it may.
+    let r = unsafe { bindings::iwcm_c_ids_reserve(&mut id, may_sleep) };
+    kernel::error::to_result(r)?;
+    Ok(id)
+}
+
+/// Stores `entry` at the reserved number `id` of the table (no allocation:
+/// the slot exists).  Any context.
+pub(crate) fn ids_publish(id: u32, entry: *const c_void) {
+    // SAFETY: the pointer is only stored, never dereferenced by the helper.
+    unsafe { bindings::iwcm_c_ids_publish(id, entry) };
+}
+
+/// Erases number `id` of the table (published or only reserved) and frees
+/// it.  Any context.
+pub(crate) fn ids_erase(id: u32) {
+    // SAFETY: an XArray erase under its lock; no pointer arguments.
+    unsafe { bindings::iwcm_c_ids_erase(id) };
+}
+
+/// Sets (or clears) the running mark of number `id` (nothing if it is
+/// not in the table).  Any context.
+pub(crate) fn ids_set_running(id: u32, running: bool) {
+    // SAFETY: an XArray mark change under its lock; no pointer arguments.
+    unsafe { bindings::iwcm_c_ids_set_running(id, running) };
+}
+
+/// The table of live cm_ids locked, interrupts saved; unlocked when
+/// dropped.
+///
+/// # Invariants
+///
+/// The table's lock is held, taken by [`IdsLock::lock`] with the saved
+/// interrupt state `flags`, on this CPU.
+pub(crate) struct IdsLock {
+    flags: usize,
+    _not_send: kernel::types::NotThreadSafe,
+}
+
+impl IdsLock {
+    /// Takes the table's lock.  Any context.
+    pub(crate) fn lock() -> Self {
+        // INVARIANT: the lock is taken here, released only in `drop`.
+        Self {
+            // SAFETY: takes the XArray's spinlock with interrupts saved.
+            flags: unsafe { bindings::iwcm_c_ids_lock() },
+            _not_send: kernel::types::NotThreadSafe,
+        }
+    }
+
+    /// The entry published at the lowest number at or after `from` (with
+    /// `running`: among those marked running), `None` if there is none.
+    pub(crate) fn find(&self, from: u32, running: bool) -> Option<*const c_void> {
+        let mut index = from as usize;
+        // SAFETY: the lock is held (type invariant), as the helper needs;
+        // `index` is writable.
+        let p = unsafe { bindings::iwcm_c_ids_find(&mut index, running) };
+        (!p.is_null()).then_some(p)
+    }
+
+    /// The numbers allocated, and the allocator's next number to try (0
+    /// after it handed out the last one: 1 comes next).
+    pub(crate) fn state(&self) -> (usize, u32) {
+        let (mut count, mut next) = (0usize, 0u32);
+        // SAFETY: the lock is held (type invariant); both are writable.
+        unsafe { bindings::iwcm_c_ids_state(&mut count, &mut next) };
+        (count, next)
+    }
+}
+
+impl Drop for IdsLock {
+    fn drop(&mut self) {
+        // SAFETY: the lock is held with `flags` (type invariant), on this
+        // CPU: `IdsLock` is not `Send`.
+        unsafe { bindings::iwcm_c_ids_unlock(self.flags) };
+    }
+}

@@ -36,16 +36,15 @@
 //!
 //! # Lock order
 //!
-//! `table::REGISTRY` (a `SpinLockIrq`) comes first: a table reader holds
-//! it while it takes each cm_id's `inner` in turn, and a cm_id's
-//! destructor, `CmId::new` and the delivery of a CONNECT_REQUEST (which
-//! enters the child) take it alone.  Below it,
+//! The table's lock (`cm_id/table.rs`: the XArray's, interrupts saved)
+//! comes first: a table reader holds it while it takes one cm_id's
+//! `inner`; a cm_id's allocation, its destructor and the running mark of
+//! a delivery take it alone.  Below it,
 //! `CmId::inner` (a `SpinLockIrq`) is the per-cm_id lock.  It is
 //! taken inside whatever locks the provider holds when it calls
 //! `event_handler`, `add_ref` or `rem_ref` (siw may call from softirq
-//! context), and no lock of ours is taken inside it (only the stuck-handler
-//! watch's `queue_delayed_work` and the tracepoint probes run under it,
-//! both any-context): it is never held across a
+//! context), and no lock of ours is taken inside it (only the tracepoint
+//! probes run under it, any-context): it is never held across a
 //! call into the provider, the ULP's handler, the port mapper, a QP
 //! reference's release (`ib_qp` `rem_ref` may sleep in the provider's
 //! destroy path) or a cm_id's work enqueue, and at most
@@ -76,15 +75,39 @@ use kernel::{
 use upcall::{cm_add_ref, cm_event_handler, cm_rem_ref};
 
 /// The number of live cm_ids (debugfs iw_cm/count).
-pub(crate) type LiveCount = Atomic<usize>;
-/// See [`LiveCount`].
-pub(crate) static LIVE: LiveCount = Atomic::new(0);
+pub(crate) static LIVE: Atomic<usize> = Atomic::new(0);
+
+/// debugfs iw_cm/count (iw_cm_exports.c): the number of live cm_ids.  Any
+/// context.
+#[no_mangle]
+pub(crate) extern "C" fn iwcm_live_count() -> usize {
+    LIVE.load(Relaxed)
+}
 
 /// Event slots of an active cm_id: CONNECT_REPLY, ESTABLISHED, DISCONNECT,
 /// CLOSE (iwcm.c preallocates as many work entries).
 const ACTIVE_EVENT_SLOTS: usize = 4;
 /// Event slots of a passive cm_id: ESTABLISHED, DISCONNECT, CLOSE.
 const PASSIVE_EVENT_SLOTS: usize = 3;
+
+/// Where a cm_id is allocated, which decides how.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AllocContext {
+    /// A ULP's call, in process context: may sleep (GFP_KERNEL).
+    Process,
+    /// The provider's upcall, for a CONNECT_REQUEST's child: any context
+    /// (GFP_ATOMIC).
+    Upcall,
+}
+
+impl AllocContext {
+    fn flags(self) -> kernel::alloc::Flags {
+        match self {
+            AllocContext::Process => GFP_KERNEL,
+            AllocContext::Upcall => GFP_ATOMIC,
+        }
+    }
+}
 
 /// Provider faults seen since the module was loaded (every one; the WARN
 /// is once per call site).
@@ -219,7 +242,7 @@ struct Inner {
     /// the stuck-handler report).
     delivery: Option<table::Delivery>,
     /// `CmId::table_id`, for the tracepoints of `take_qp`.
-    table_id: u64,
+    table_id: u32,
 }
 
 impl Inner {
@@ -232,7 +255,7 @@ impl Inner {
         }
         let qp = self.qp.take();
         if let Some(q) = qp.as_ref() {
-            trace::iw_cm_qp_ref(self.table_id, q.qpn(), false);
+            trace::iw_cm_qp_ref(self.table_id.into(), q.qpn(), false);
         }
         qp
     }
@@ -246,6 +269,8 @@ impl Inner {
 /// `raw.device` is an iWARP device (the one in `dev`); `raw.event_handler`,
 /// `raw.add_ref` and `raw.rem_ref` are this module's functions.  Every
 /// `*mut iw_cm_id` handed out points into a `CmId` owned by an `Arc`.
+/// `table_id` is allocated in the table for this cm_id, which is published
+/// there from its allocation until its destructor erases it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct CmId {
     #[pin]
@@ -270,8 +295,9 @@ pub(crate) struct CmId {
     /// ignored, instead of dropping a reference the ULP or a queued event
     /// owns (a use-after-free later).
     provider_refs: AtomicUsize,
-    /// The cm_id's number in the table and the reports.
-    table_id: u64,
+    /// The cm_id's number: its index in the table, in the reports and the
+    /// tracepoints.
+    table_id: u32,
     /// This module's reference for the cm_id's lifetime.  Last field: it
     /// is dropped after everything else of the cm_id (see [`crate::c_helpers::ModulePin`]).
     _module: ModulePin,
@@ -316,16 +342,13 @@ impl CmId {
             return Err(EINVAL);
         }
         let info = DevInfo::read(&dev);
-        let id = Self::alloc(dev, info, cm_handler, context, GFP_KERNEL)?;
-        table::register(&id)?;
-        Ok(id)
+        Self::alloc(dev, info, cm_handler, context, AllocContext::Process)
     }
 
     /// Allocates the child cm_id of a CONNECT_REQUEST in the provider's
     /// upcall, with room for its events: any context, never sleeps
     /// (GFP_ATOMIC).  It carries the listener's handler and context and is
-    /// entered in the table only when its request is delivered
-    /// (`connect_request`): the table grows with GFP_KERNEL.  Allocating
+    /// entered in the table from then.  Allocating
     /// it here, instead of at delivery as iwcm.c's `cm_conn_req_handler`
     /// does, means every queued request has a cm_id that can reject it: a
     /// request whose child cannot be allocated is refused in the upcall
@@ -342,20 +365,20 @@ impl CmId {
             listener.dev_info,
             cm_handler,
             context,
-            GFP_ATOMIC,
+            AllocContext::Upcall,
         )?;
         id.reserve_events(PASSIVE_EVENT_SLOTS, GFP_ATOMIC)?;
         Ok(id)
     }
 
-    /// Allocates a cm_id in state Idle, not yet in the table, with `flags`.
-    /// Any context with GFP_ATOMIC.
+    /// Allocates a cm_id in state Idle as `ctx` allows and enters it in the
+    /// table.  Any context with [`AllocContext::Upcall`].
     fn alloc(
         dev: IwDevice,
         dev_info: DevInfo,
         cm_handler: CmHandler,
         context: *mut c_void,
-        flags: kernel::alloc::Flags,
+        ctx: AllocContext,
     ) -> Result<Arc<CmId>> {
         crate::c_helpers::fault_point(core::mem::size_of::<CmId>())?;
         let module = ModulePin::get()?;
@@ -369,7 +392,8 @@ impl CmId {
                 rem_ref: Some(cm_rem_ref),
             },
         );
-        let table_id = table::next_table_id();
+        let slot = table::Reservation::new(ctx)?;
+        let table_id = slot.id();
         let id = Arc::pin_init(
             pin_init!(CmId {
                 raw,
@@ -393,12 +417,14 @@ impl CmId {
                 table_id,
                 _module: module,
             }),
-            flags,
+            ctx.flags(),
         )?;
+        // Readers of the table see it from now on; its destructor removes it.
+        slot.publish(&id);
         // The destructor counts it down.
         LIVE.add(1, Relaxed);
         if trace::iw_cm_id_create_enabled() {
-            trace::iw_cm_id_create(table_id, id.dev_info.name.as_char_ptr());
+            trace::iw_cm_id_create(table_id.into(), id.dev_info.name.as_char_ptr());
         }
         Ok(id)
     }
@@ -600,7 +626,7 @@ impl CmId {
                     g.role = table::Role::Active;
                 }
                 if actions.contains(Actions::ATTACH_QP) {
-                    trace::iw_cm_qp_ref(g.table_id, qp.qpn(), true);
+                    trace::iw_cm_qp_ref(g.table_id.into(), qp.qpn(), true);
                     g.qp = Some(qp);
                 } else {
                     drop(g);
@@ -832,7 +858,7 @@ impl PinnedDrop for CmId {
         // First: the table's readers see only cm_ids whose fields are intact.
         table::unregister(&self);
         if trace::iw_cm_id_destroy_enabled() {
-            trace::iw_cm_id_destroy(self.table_id, self.dev_info.name.as_char_ptr());
+            trace::iw_cm_id_destroy(self.table_id.into(), self.dev_info.name.as_char_ptr());
         }
         let _ = LIVE.fetch_sub(1, Relaxed);
     }

@@ -12,6 +12,7 @@
 #include <linux/socket.h>
 #include <linux/types.h>
 
+struct seq_file;
 struct workqueue_struct;
 
 /* net/iw_cm/default_backlog: the backlog of iw_cm_listen(id, 0). */
@@ -49,6 +50,41 @@ int iwcm_c_format_symbol(char *buf, size_t len, const void *fn);
 /* snprintf(buf, len, "%pISpc", a), or "-" for an address of no IP family. */
 int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a);
 
+/*
+ * The table of live cm_ids (an allocating XArray, cm_id/table.rs): reserve
+ * a number (GFP_KERNEL with MAY_SLEEP, in process context; else
+ * GFP_ATOMIC, anywhere), publish a cm_id at it, erase it (a reservation
+ * too); mark a cm_id whose delivery is in a ULP handler.  Any context but
+ * a reservation that may sleep.
+ */
+int iwcm_c_ids_reserve(u32 *id, bool may_sleep);
+void iwcm_c_ids_publish(u32 id, const void *entry);
+void iwcm_c_ids_erase(u32 id);
+void iwcm_c_ids_set_running(u32 id, bool running);
+/* The table's lock, interrupts saved: take, release. */
+unsigned long iwcm_c_ids_lock(void);
+void iwcm_c_ids_unlock(unsigned long flags);
+/*
+ * With the lock held: the first cm_id published at a number >= *INDEX
+ * (marked running, with RUNNING), its number in *INDEX; NULL if none.
+ */
+const void *iwcm_c_ids_find(unsigned long *index, bool running);
+/* With the lock held: the numbers allocated, and the next one to try. */
+void iwcm_c_ids_state(unsigned long *count, u32 *next);
+
+/* debugfs iw_cm/ (count and cm_ids): create, remove. */
+void iwcm_c_debugfs_init(void);
+void iwcm_c_debugfs_exit(void);
+
+/*
+ * A read of iw_cm/cm_ids (the seq_file's private data): the count line
+ * gave the number of cm_ids at its time; the read lists none allocated
+ * after it (numbers from END up to the allocator's next, cyclically).
+ */
+struct iwcm_table_read {
+	u32 end;
+};
+
 /* The stuck-handler watch: rate limit (10 lines per 5 s), arm, cancel, report. */
 bool iwcm_c_stuck_ratelimit(void);
 void iwcm_c_stuck_arm(void);
@@ -58,5 +94,20 @@ void iwcm_c_report_stuck(u64 id, const char *state, const char *event,
 
 /* In Rust (cm_id/table.rs): the watch's scan. */
 bool iwcm_stuck_scan(unsigned int threshold_ms);
+
+/*
+ * In Rust (cm_id/table.rs): the seq_file iterator of iw_cm/cm_ids.  An
+ * iterator value is one line, the count and header or a copy of one
+ * cm_id's row; next() reuses it, or frees it and returns NULL at the end;
+ * stop() frees one that is left.  start() returns ERR_PTR(-ENOMEM) when
+ * it cannot allocate one.
+ */
+void *iwcm_table_start(struct iwcm_table_read *r, long long *pos);
+void *iwcm_table_next(struct iwcm_table_read *r, void *v, long long *pos);
+void iwcm_table_stop(void *v);
+int iwcm_table_show(struct seq_file *m, void *v);
+
+/* In Rust (cm_id.rs): the number of live cm_ids (debugfs iw_cm/count). */
+size_t iwcm_live_count(void);
 
 #endif /* IW_CM_C_H */

@@ -3,8 +3,11 @@
  * C side of the Rust iw_cm: symbol exports of the nine functions of
  * include/rdma/iw_cm.h (implemented in Rust, iw_cm_main.rs), and the tables
  * that are C data by nature: the net/iw_cm sysctl, the RDMA netlink callback
- * table of the kernel's port mapper client (iwpm_*.c), and the workqueue
- * allocation (the Rust workqueue API cannot allocate one in 7.3).
+ * table of the kernel's port mapper client (iwpm_*.c), the workqueue
+ * allocation (the Rust workqueue API cannot allocate one in 7.3), the
+ * cm_id table's XArray (7.3's Rust XArray owns its entries and has no
+ * allocating store, interrupt-safe lock or marks) and the debugfs files
+ * (the Rust debugfs API has no seq_file iterator).
  *
  * Mirrors the init/exit and table parts of drivers/infiniband/core/iwcm.c.
  */
@@ -12,9 +15,11 @@
 #include <linux/fault-inject.h>
 #include <linux/module.h>
 #include <linux/ratelimit.h>
+#include <linux/seq_file.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 #include <kunit/visibility.h>
 #include <net/net_namespace.h>
 #include <rdma/iw_cm.h>
@@ -109,12 +114,188 @@ int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a)
 }
 
 /*
+ * The table of live cm_ids (cm_id/table.rs): an allocating XArray whose
+ * index is the cm_id's number in debugfs iw_cm/cm_ids, the stuck-handler
+ * report and the tracepoints.  Numbers are handed out cyclically from 1,
+ * so one is not reused soon after its cm_id went.  An entry is the address
+ * of a cm_id, not a reference: the cm_id's destructor erases it, first
+ * thing, under the XArray's lock, so whoever holds that lock may read the
+ * cm_id an entry points to.  XA_MARK_1 marks the cm_ids whose delivery is
+ * in a ULP handler, the stuck-handler watch's set (XA_MARK_0 is the
+ * allocator's free mark).
+ *
+ * The lock is taken with interrupts saved: a cm_id's last reference, and
+ * so its destructor, may go in any context the provider calls from (siw's
+ * softirq upcall, a caller with interrupts off).  Every critical section
+ * is one XArray operation, or a reader's look at one cm_id: none grows
+ * with the table.
+ */
+static DEFINE_XARRAY_FLAGS(iwcm_ids, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+#define IWCM_ID_RUNNING XA_MARK_1
+/* Under the lock: the next number to try, and the numbers allocated. */
+static u32 iwcm_ids_next = 1;
+static unsigned long iwcm_ids_count;
+
+int iwcm_c_ids_reserve(u32 *id, bool may_sleep)
+{
+	unsigned long flags;
+	int ret;
+
+	if (may_sleep) {
+		/* May drop the lock (spin_unlock_irq) to allocate. */
+		might_sleep();
+		xa_lock_irq(&iwcm_ids);
+		ret = __xa_alloc_cyclic(&iwcm_ids, id, NULL, XA_LIMIT(1, U32_MAX),
+					&iwcm_ids_next, GFP_KERNEL);
+		if (ret >= 0)
+			iwcm_ids_count++;
+		xa_unlock_irq(&iwcm_ids);
+	} else {
+		xa_lock_irqsave(&iwcm_ids, flags);
+		ret = __xa_alloc_cyclic(&iwcm_ids, id, NULL, XA_LIMIT(1, U32_MAX),
+					&iwcm_ids_next, GFP_ATOMIC);
+		if (ret >= 0)
+			iwcm_ids_count++;
+		xa_unlock_irqrestore(&iwcm_ids, flags);
+	}
+	return ret < 0 ? ret : 0;
+}
+
+void iwcm_c_ids_publish(u32 id, const void *entry)
+{
+	unsigned long flags;
+	void *old;
+
+	xa_lock_irqsave(&iwcm_ids, flags);
+	/* The index is reserved: its slot exists, nothing is allocated. */
+	old = __xa_store(&iwcm_ids, id, (void *)entry, GFP_NOWAIT);
+	xa_unlock_irqrestore(&iwcm_ids, flags);
+	WARN_ON_ONCE(xa_is_err(old) || old);
+}
+
+void iwcm_c_ids_erase(u32 id)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(&iwcm_ids, flags);
+	__xa_erase(&iwcm_ids, id);
+	iwcm_ids_count--;
+	xa_unlock_irqrestore(&iwcm_ids, flags);
+}
+
+void iwcm_c_ids_set_running(u32 id, bool running)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(&iwcm_ids, flags);
+	if (running)
+		__xa_set_mark(&iwcm_ids, id, IWCM_ID_RUNNING);
+	else
+		__xa_clear_mark(&iwcm_ids, id, IWCM_ID_RUNNING);
+	xa_unlock_irqrestore(&iwcm_ids, flags);
+}
+
+unsigned long iwcm_c_ids_lock(void)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(&iwcm_ids, flags);
+	return flags;
+}
+
+void iwcm_c_ids_unlock(unsigned long flags)
+{
+	xa_unlock_irqrestore(&iwcm_ids, flags);
+}
+
+const void *iwcm_c_ids_find(unsigned long *index, bool running)
+{
+	lockdep_assert_held(&iwcm_ids.xa_lock);
+	return xa_find(&iwcm_ids, index, U32_MAX,
+		       running ? IWCM_ID_RUNNING : XA_PRESENT);
+}
+
+void iwcm_c_ids_state(unsigned long *count, u32 *next)
+{
+	lockdep_assert_held(&iwcm_ids.xa_lock);
+	*count = iwcm_ids_count;
+	*next = iwcm_ids_next;
+}
+
+/*
+ * debugfs iw_cm/: "cm_ids", the table, served by a seq_file iterator
+ * (cm_id/table.rs) that looks at one cm_id at a time, and "count", the
+ * number of live cm_ids.  The Rust debugfs API has no seq_file iterator.
+ */
+static void *iwcm_ids_seq_start(struct seq_file *m, loff_t *pos)
+{
+	return iwcm_table_start(m->private, pos);
+}
+
+static void *iwcm_ids_seq_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	return iwcm_table_next(m->private, v, pos);
+}
+
+static void iwcm_ids_seq_stop(struct seq_file *m, void *v)
+{
+	if (!IS_ERR_OR_NULL(v))
+		iwcm_table_stop(v);
+}
+
+static int iwcm_ids_seq_show(struct seq_file *m, void *v)
+{
+	return iwcm_table_show(m, v);
+}
+
+static const struct seq_operations iwcm_ids_sops = {
+	.start	= iwcm_ids_seq_start,
+	.next	= iwcm_ids_seq_next,
+	.stop	= iwcm_ids_seq_stop,
+	.show	= iwcm_ids_seq_show,
+};
+
+static int iwcm_ids_open(struct inode *inode, struct file *file)
+{
+	return seq_open_private(file, &iwcm_ids_sops, sizeof(struct iwcm_table_read));
+}
+
+static const struct file_operations iwcm_ids_fops = {
+	.owner		= THIS_MODULE,
+	.open		= iwcm_ids_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= seq_release_private,
+};
+
+static int iwcm_count_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "%zu\n", iwcm_live_count());
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(iwcm_count);
+
+static struct dentry *iwcm_debugfs_dir;
+
+void iwcm_c_debugfs_init(void)
+{
+	iwcm_debugfs_dir = debugfs_create_dir("iw_cm", NULL);
+	debugfs_create_file("count", 0444, iwcm_debugfs_dir, NULL, &iwcm_count_fops);
+	debugfs_create_file("cm_ids", 0444, iwcm_debugfs_dir, NULL, &iwcm_ids_fops);
+}
+
+void iwcm_c_debugfs_exit(void)
+{
+	debugfs_remove_recursive(iwcm_debugfs_dir);
+}
+
+/*
  * The stuck-handler report (Documentation/iw_cm.rst, "Observing cm_ids"):
  * a delivery into a ULP handler that has run for stuck_handler_ms is named
  * once, and again when it returns.  The watch is a delayed work that runs
- * once a second while any delivery is in progress (iwcm_stuck_scan() walks
- * the cm_id table); a delivery that finds it idle arms it.  0 turns the
- * report off.
+ * once a second while any delivery is in progress (iwcm_stuck_scan() visits
+ * the cm_ids marked running in the table below); a delivery that finds it
+ * idle arms it.  0 turns the report off.
  */
 static unsigned int stuck_handler_ms = 10000;
 module_param(stuck_handler_ms, uint, 0644);
@@ -282,6 +463,11 @@ bool iwcm_kunit_adopted_mapping(const struct sockaddr_storage *local,
 				const struct sockaddr_storage *m_remote, bool active,
 				struct sockaddr_storage *out_local,
 				struct sockaddr_storage *out_remote);
+size_t iwcm_kunit_table_read(struct iwcm_table_read *r, long long *pos, u32 *ids,
+			     size_t cap, size_t *count);
+size_t iwcm_kunit_running_ids(u32 *ids, size_t cap);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_read);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_running_ids);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_line);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_live_cm_ids);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_provider_faults);

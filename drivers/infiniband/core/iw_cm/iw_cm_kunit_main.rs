@@ -54,6 +54,14 @@ pub(crate) mod iface {
         fn iwcm_kunit_expect_faults(connect_op: *const c_void, quiet: bool);
         fn iwcm_kunit_table_line(cm_id: *mut bindings::iw_cm_id, buf: *mut u8, len: usize)
             -> isize;
+        fn iwcm_kunit_table_read(
+            r: *mut bindings::iwcm_table_read,
+            pos: *mut i64,
+            ids: *mut u32,
+            cap: usize,
+            count: *mut usize,
+        ) -> usize;
+        fn iwcm_kunit_running_ids(ids: *mut u32, cap: usize) -> usize;
         fn iwcm_kunit_adopted_mapping(
             local: *const SockAddr,
             remote: *const SockAddr,
@@ -122,6 +130,41 @@ pub(crate) mod iface {
         // SAFETY: the caller's guarantee; `buf` is writable for its length.
         let n = unsafe { iwcm_kunit_table_line(cm_id, buf.as_mut_ptr(), buf.len()) };
         usize::try_from(n).ok()
+    }
+
+    /// A reader of debugfs `iw_cm/cm_ids` through iw_cm.ko's seq_file
+    /// iterator, one read() at a time as the seq_file core calls it.
+    #[derive(Default)]
+    pub(crate) struct TableRead {
+        r: bindings::iwcm_table_read,
+        pos: i64,
+        /// The count line's number, once it was read.
+        pub(crate) count: usize,
+    }
+
+    impl TableRead {
+        /// One read(): the count line if it comes next, then up to
+        /// `ids.len()` rows, their cm_id numbers into `ids`; how many.
+        pub(crate) fn read(&mut self, ids: &mut [u32]) -> usize {
+            // SAFETY: every pointer is to a field or buffer of ours, valid
+            // and ours alone for the call; `ids` holds `ids.len()` numbers.
+            unsafe {
+                iwcm_kunit_table_read(
+                    &mut self.r,
+                    &mut self.pos,
+                    ids.as_mut_ptr(),
+                    ids.len(),
+                    &mut self.count,
+                )
+            }
+        }
+    }
+
+    /// The numbers of the cm_ids in the stuck-handler watch's set, up to
+    /// `ids.len()` into `ids`; how many there are.
+    pub(crate) fn running_ids(ids: &mut [u32]) -> usize {
+        // SAFETY: `ids` is writable for its length.
+        unsafe { iwcm_kunit_running_ids(ids.as_mut_ptr(), ids.len()) }
     }
 
     /// Faults of devices whose `iw_connect` op is `connect_op` are

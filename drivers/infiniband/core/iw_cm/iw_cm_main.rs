@@ -22,7 +22,7 @@
 //! Every `extern "C"` function below is one of the exported symbols; the
 //! C file iw_cm_exports.c holds their `EXPORT_SYMBOL`s.
 
-use kernel::{debugfs, prelude::*};
+use kernel::prelude::*;
 
 mod c_helpers;
 mod cm_id;
@@ -32,6 +32,7 @@ pub mod kunit_iface;
 #[path = "../../../../rust/rdma/mod.rs"]
 mod rdma;
 pub mod state;
+pub mod table_window;
 
 #[path = "../../../../rust/rdma/bindings.rs"]
 mod bindings;
@@ -116,6 +117,17 @@ registration!(
     },
     bindings::iwcm_c_fault_exit
 );
+registration!(
+    /// debugfs iw_cm/: `count` and `cm_ids` (the table's seq_file iterator,
+    /// which the Rust debugfs API does not offer), created in C.
+    Debugfs,
+    {
+        // SAFETY: called once, at module init, before any cm_id exists.
+        unsafe { bindings::iwcm_c_debugfs_init() };
+        Ok::<(), Error>(())
+    },
+    bindings::iwcm_c_debugfs_exit
+);
 
 /// `iwpm_exit(RDMA_NL_IWCM)`.
 ///
@@ -127,8 +139,7 @@ unsafe fn iwpm_exit_iwcm() {
     unsafe { bindings::iwpm_exit(bindings::RDMA_NL_IWCM as u8) };
 }
 
-/// The stuck-handler watch (iw_cm_exports.c): cancelled when dropped, and
-/// the table's storage freed (`cm_id::table::exit`).  It
+/// The stuck-handler watch (iw_cm_exports.c): cancelled when dropped.  It
 /// is armed only by deliveries, so nothing arms it again once every cm_id
 /// is gone, which module exit requires.
 struct StuckWatch;
@@ -136,8 +147,6 @@ struct StuckWatch;
 impl Drop for StuckWatch {
     fn drop(&mut self) {
         c_helpers::stuck_exit();
-        // The watch walked the table: free its storage after it.
-        cm_id::table::exit();
     }
 }
 
@@ -145,10 +154,8 @@ impl Drop for StuckWatch {
 /// of their registration in `init` (iwcm.c's iw_cm_cleanup order); a
 /// failed `init` drops what it registered so far, in reverse.
 struct IwCmModule {
-    _cm_ids: Pin<KBox<debugfs::File<&'static cm_id::table::CmIdTable>>>,
-    _count: Pin<KBox<debugfs::File<&'static cm_id::LiveCount>>>,
+    _debugfs: Debugfs,
     _stuck_watch: StuckWatch,
-    _debugfs: debugfs::Dir,
     _fault: FaultAttr,
     _netlink: Netlink,
     _sysctl: Sysctl,
@@ -158,24 +165,15 @@ struct IwCmModule {
 
 impl kernel::Module for IwCmModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        // SAFETY: once, here, before any cm_id can be created.
-        unsafe { cm_id::table::init() };
         let port_mapper = PortMapperClient::new()?;
         let queue = DeliveryQueue::new()?;
         let sysctl = Sysctl::new()?;
         let netlink = Netlink::new()?;
         let fault = FaultAttr::new()?;
-        let dir = debugfs::Dir::new(c"iw_cm");
-        let count = KBox::pin_init(dir.read_only_file(c"count", &cm_id::LIVE), GFP_KERNEL)?;
-        let cm_ids = KBox::pin_init(
-            dir.read_only_file(c"cm_ids", &cm_id::table::TABLE),
-            GFP_KERNEL,
-        )?;
+        let debugfs = Debugfs::new()?;
         Ok(Self {
-            _cm_ids: cm_ids,
-            _count: count,
+            _debugfs: debugfs,
             _stuck_watch: StuckWatch,
-            _debugfs: dir,
             _fault: fault,
             _netlink: netlink,
             _sysctl: sysctl,

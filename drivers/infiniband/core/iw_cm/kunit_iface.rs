@@ -8,7 +8,7 @@
 //! alone runs no test, prints nothing and registers nothing.
 //!
 //! The suite reaches the code under test through the nine exported
-//! functions of include/rdma/iw_cm.h and these six.
+//! functions of include/rdma/iw_cm.h and these eight.
 
 use crate::bindings;
 use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
@@ -168,4 +168,65 @@ pub unsafe extern "C" fn iwcm_kunit_adopted_mapping(
         }
         None => false,
     }
+}
+
+/// One read() of debugfs `iw_cm/cm_ids` as the seq_file core makes it,
+/// through the same iterator: from position `*pos` of the read `r`, the
+/// count line (its count into `*count`) and up to `cap` rows (their cm_id
+/// numbers into `ids`), then `stop`; `*pos` is left at the first line not
+/// taken, where the next call goes on.  Returns the number of rows.
+/// Process context, may sleep.
+///
+/// # Safety
+///
+/// `r`, `pos` and `count` are valid and the caller's alone for the call;
+/// `ids` is writable for `cap` numbers.
+#[no_mangle]
+pub unsafe extern "C" fn iwcm_kunit_table_read(
+    r: *mut bindings::iwcm_table_read,
+    pos: *mut i64,
+    ids: *mut u32,
+    cap: usize,
+    count: *mut usize,
+) -> usize {
+    use crate::cm_id::table::{iwcm_table_next, iwcm_table_start, iwcm_table_stop, Line};
+    // SAFETY: the caller's guarantee.
+    let (ids, count) = unsafe { (core::slice::from_raw_parts_mut(ids, cap), &mut *count) };
+    // A line, not the end (NULL) nor an error (ERR_PTR).
+    let line = |v: *mut c_void| !v.is_null() && kernel::error::from_err_ptr(v).is_ok();
+    let mut n = 0;
+    // SAFETY: the caller's guarantee, as the seq_file core gives it.
+    let mut v = unsafe { iwcm_table_start(r, pos) };
+    while line(v) {
+        // SAFETY: a line the iterator returned, not yet freed.
+        match unsafe { &*v.cast::<Line>() } {
+            Line::Head(c) => *count = *c,
+            Line::Row(_) if n == cap => break,
+            Line::Row(row) => {
+                ids[n] = row.id;
+                n += 1;
+            }
+        }
+        // SAFETY: as for `start`; `v` is handed back.
+        v = unsafe { iwcm_table_next(r, v, pos) };
+    }
+    if line(v) {
+        // SAFETY: the line left, not yet freed.
+        unsafe { iwcm_table_stop(v) };
+    }
+    n
+}
+
+/// The numbers of the cm_ids in the stuck-handler watch's set (a delivery
+/// in a ULP handler), as its scan visits them: up to `cap` into `ids`;
+/// returns how many there are.  Any context.
+///
+/// # Safety
+///
+/// `ids` is writable for `cap` numbers.
+#[no_mangle]
+pub unsafe extern "C" fn iwcm_kunit_running_ids(ids: *mut u32, cap: usize) -> usize {
+    // SAFETY: the caller's guarantee.
+    let ids = unsafe { core::slice::from_raw_parts_mut(ids, cap) };
+    crate::cm_id::table::running_ids(ids)
 }

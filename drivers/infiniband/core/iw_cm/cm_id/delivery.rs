@@ -92,9 +92,12 @@ impl CmId {
             } else {
                 0
             };
-            Self::delivery_begins(&mut g, me, ev.raw.event_type(), h);
+            let watched = Self::delivery_begins(&mut g, me, ev.raw.event_type(), h);
             let qp = g.take_qp(actions);
             drop(g);
+            if watched {
+                self.watch_delivery();
+            }
             // The QP reference goes before the ULP hears CLOSE or a failed
             // CONNECT_REPLY: the ULP destroys its QP next, and
             // siw_destroy_qp / c4iw_destroy_qp wait for this reference.
@@ -132,13 +135,13 @@ impl CmId {
                 // we give back the ULP's reference ourselves.
                 self.destroy_for_handler();
             }
-            let returned = {
+            let ended = {
                 let mut g = self.inner.lock();
-                let r = self.delivery_ends(&mut g);
+                let e = self.delivery_ends(&mut g);
                 g.handled += 1;
-                r
+                e
             };
-            self.report_returned(returned);
+            self.delivery_ended(ended);
             self.waiters.notify_all();
         }
     }
@@ -151,7 +154,7 @@ impl CmId {
         let ret = self.raw.call_handler(ev);
         if let Some(t0) = t0 {
             trace::iw_cm_event_delivered(
-                self.table_id,
+                self.table_id.into(),
                 ev.raw_type() as i32,
                 ev.status(),
                 ret,
@@ -214,21 +217,24 @@ impl CmId {
             // SAFETY: see above.
             unsafe { child.raw.set_addrs(local, remote) };
         }
-        {
+        let watched = {
             let mut g = child.inner.lock();
             g.state = State::ConnRecv;
             g.role = table::Role::Passive;
             // The child's first event is this request: its own later events
             // wait until the request's delivery is done.
             let h = child.raw.handler_now();
-            Self::delivery_begins(&mut g, current_task(), Some(EventType::ConnectRequest), h);
+            Self::delivery_begins(&mut g, current_task(), Some(EventType::ConnectRequest), h)
+        };
+        if watched {
+            child.watch_delivery();
         }
         // The ULP's reference on the child: handed out with the request,
         // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
         let _ = Arc::into_raw(child.clone());
         let listening = self.inner.lock().state == State::Listen;
-        // Its event slots came with it; the table entry needs GFP_KERNEL.
-        let ok = listening && table::register(&child).is_ok();
+        // Its event slots and its table number came with it.
+        let ok = listening;
         let ret = if ok {
             child.call_handler_traced(&mut ev.raw)
         } else {
@@ -241,16 +247,16 @@ impl CmId {
             let _ = child.reject(&[]);
             child.destroy_for_handler();
         }
-        let returned = {
+        let ended = {
             let mut g = child.inner.lock();
-            let r = child.delivery_ends(&mut g);
+            let e = child.delivery_ends(&mut g);
             if g.events.len > 0 {
                 drop(g);
                 Self::kick(child.as_arc_borrow());
             }
-            r
+            e
         };
-        child.report_returned(returned);
+        child.delivery_ended(ended);
         child.waiters.notify_all();
     }
 }

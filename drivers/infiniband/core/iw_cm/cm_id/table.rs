@@ -5,128 +5,118 @@
 //! sees hung-task reports and has to read stacks to learn which ULP handler
 //! holds everything up.
 //!
-//! Every cm_id is on [`REGISTRY`] from its creation (a CONNECT_REQUEST's
-//! child: from its request's delivery; it is allocated in the upcall,
-//! where the table cannot grow, and counted in `iw_cm/count` from then) to
-//! its destructor.  A
-//! reader (the debugfs file, the stuck-handler watch) copies each entry's
-//! [`Row`] under the registry lock and formats the copies after the unlock;
-//! it never keeps a pointer to a cm_id beyond the lock.
+//! Every cm_id has a number in the table from its allocation to its
+//! destructor: the index of an allocating XArray (iw_cm_exports.c), handed
+//! out cyclically from 1 ([`Reservation`]), which is also its number in the
+//! reports and the tracepoints.  An entry is the cm_id's address, not a
+//! reference (a reference would keep it alive): the destructor erases it
+//! first thing, under the XArray's lock, so a holder of that lock ([`Locked`])
+//! may read the cm_id behind an entry.  Registration and removal are one
+//! XArray operation each (O(log n), usually a slot in an existing node);
+//! nothing walks the table with the lock held.
+//!
+//! A read of `iw_cm/cm_ids` is a seq_file iterator ([`iwcm_table_start`])
+//! that copies one cm_id's [`Row`] at a time, under the table's lock and
+//! that cm_id's own, and formats it after both are released.  The stuck-
+//! handler watch visits only the cm_ids marked running (`XA_MARK_1`, set
+//! while a delivery is in a ULP handler), one at a time.
 //!
 //! # Lock order
 //!
-//! `REGISTRY` (a `SpinLockIrq`), then one cm_id's `inner`.  The cm_id's
-//! destructor takes `REGISTRY` alone; nothing takes `REGISTRY` while it holds
-//! an `inner`.
+//! The table's lock (the XArray's, interrupts saved), then one cm_id's
+//! `inner`.  Nothing takes the table's lock while it holds an `inner`: the
+//! running mark is set and cleared after the delivery's `inner` is released.
 
 use super::*;
+use crate::bindings;
 use crate::rdma::iwpm::SockAddr;
+use crate::table_window::{self, Resume};
 use core::fmt;
+use kernel::seq_file::{seq_print, SeqFile};
 use kernel::time::{Instant, Monotonic};
 
-/// Stable cm_id numbers for the table and the reports (never a kernel
-/// pointer: the table is readable with kptr_restrict).  The first is 1.
-static NEXT_TABLE_ID: Atomic<u64> = Atomic::new(1);
-
-/// The next cm_id number.  Any context.
-pub(super) fn next_table_id() -> u64 {
-    NEXT_TABLE_ID.fetch_add(1, Relaxed)
-}
-
-/// The live cm_ids, by address.
+/// A number reserved in the table for a cm_id being allocated.
 ///
 /// # Invariants
 ///
-/// Each entry is the address of a `CmId` whose destructor has not yet
-/// removed it: [`unregister`] runs first in the destructor, under the
-/// registry lock, so while that lock is held every entry is a `CmId` whose
-/// memory is still allocated and whose fields are intact.
-pub(crate) struct Registry {
-    ids: KVVec<*const CmId>,
+/// `id` is allocated in the table, with nothing published at it; dropping
+/// the reservation releases the number.
+pub(super) struct Reservation {
+    id: u32,
 }
 
-impl Registry {
-    const fn new() -> Self {
-        Self { ids: KVVec::new() }
+impl Reservation {
+    /// Reserves the next free number, allocating as `ctx` allows.
+    pub(super) fn new(ctx: AllocContext) -> Result<Self> {
+        // INVARIANT: the number is allocated with nothing at it.
+        Ok(Self {
+            id: c_helpers::ids_reserve(ctx == AllocContext::Process)?,
+        })
+    }
+
+    /// The reserved number.
+    pub(super) fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Publishes `cm_id` at its number, which must be this reservation's:
+    /// table readers see it from now on, until its destructor calls
+    /// [`unregister`].  A cm_id of another number is not published (a
+    /// bug: it warns).  Any context.
+    pub(super) fn publish(self, cm_id: &CmId) {
+        if kernel::warn_on!(cm_id.table_id != self.id) {
+            return;
+        }
+        c_helpers::ids_publish(self.id, core::ptr::from_ref(cm_id).cast());
+        // The number is the cm_id's now: its destructor releases it.
+        core::mem::forget(self);
     }
 }
 
-// SAFETY: the entries are addresses only, dereferenced under the registry
-// lock (type invariant); `CmId` is `Sync`.
-unsafe impl Send for Registry {}
-
-kernel::sync::global_lock! {
-    // SAFETY: initialized by `init` in the module's init, before any cm_id
-    // exists.
-    pub(crate) unsafe(uninit) static REGISTRY: SpinLockIrq<Registry> = Registry::new();
-}
-
-/// Initialises [`REGISTRY`].
-///
-/// # Safety
-///
-/// Called once, from the module's init, before any cm_id is created.
-pub(crate) unsafe fn init() {
-    // SAFETY: guaranteed by the caller.
-    unsafe { REGISTRY.init() };
-}
-
-/// Frees the table's storage (a static is never dropped).  Module exit,
-/// when no cm_id is left.
-pub(crate) fn exit() {
-    let old = core::mem::replace(&mut REGISTRY.lock().ids, KVVec::new());
-    // After the unlock.
-    drop(old);
-}
-
-/// Enters `id` in the table.  Nothing is allocated under the lock: when the
-/// table is full it grows to twice its size (GFP_KERNEL, kvmalloc) outside
-/// the lock, and the entries move over under it.  `ENOMEM` if it cannot
-/// grow.  Process context, may sleep (as `CmId::new`).
-pub(super) fn register(id: &CmId) -> Result {
-    let p = core::ptr::from_ref(id);
-    loop {
-        let want = {
-            let mut g = REGISTRY.lock();
-            if g.ids.push_within_capacity(p).is_ok() {
-                return Ok(());
-            }
-            (g.ids.capacity() * 2).max(64)
-        };
-        let mut bigger = Some(KVVec::with_capacity(want, GFP_KERNEL)?);
-        let old = {
-            let mut g = REGISTRY.lock();
-            match bigger.take() {
-                // Not grown by another thread meanwhile.
-                Some(mut b) if g.ids.capacity() < want => {
-                    for &e in g.ids.iter() {
-                        // `want` is more than the old capacity: room for all.
-                        let _ = b.push_within_capacity(e);
-                    }
-                    Some(core::mem::replace(&mut g.ids, b))
-                }
-                other => {
-                    bigger = other;
-                    None
-                }
-            }
-        };
-        // Both after the unlock (kvfree may not run with interrupts off).
-        drop(old);
-        drop(bigger);
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        c_helpers::ids_erase(self.id);
     }
 }
 
-/// Removes `id` from the table (nothing if it was never entered).  First in
-/// the cm_id's destructor.  Any context.
+/// Removes `id` from the table and frees its number.  First in the
+/// cm_id's destructor.  Any context.
 pub(super) fn unregister(id: &CmId) {
-    let p = core::ptr::from_ref(id);
-    let mut g = REGISTRY.lock();
-    if let Some(i) = g.ids.iter().position(|&e| e == p) {
-        let last = g.ids.len() - 1;
-        g.ids.swap(i, last);
-        g.ids.truncate(last);
+    c_helpers::ids_erase(id.table_id);
+}
+
+/// The table, locked (interrupts saved).
+///
+/// # Invariants
+///
+/// Every entry of the table is the address of a `CmId` published by
+/// [`Reservation::publish`] at its own number, whose destructor erases it
+/// ([`unregister`]) before anything of the cm_id is dropped, under this
+/// lock: while a `Locked` lives, the cm_id behind an entry is allocated
+/// and its fields intact.
+struct Locked(c_helpers::IdsLock);
+
+impl Locked {
+    fn new() -> Self {
+        Self(c_helpers::IdsLock::lock())
     }
+
+    /// The cm_id with the lowest number at or after `from` (with
+    /// `running`: among those marked running), borrowed while the table
+    /// is locked.  One XArray lookup.
+    fn first_from(&self, from: u32, running: bool) -> Option<&CmId> {
+        let p = self.0.find(from, running)?;
+        // SAFETY: `p` is an entry of the table and the lock is held: the
+        // cm_id is allocated and intact for as long as `self` (type
+        // invariant).
+        Some(unsafe { &*p.cast::<CmId>() })
+    }
+}
+
+/// Sets or clears the running mark of cm_id `id` (the stuck-handler
+/// watch's set).  Not with any cm_id's `inner` held.  Any context.
+pub(super) fn set_running(id: u32, running: bool) {
+    c_helpers::ids_set_running(id, running);
 }
 
 /// How a cm_id came to be.
@@ -188,7 +178,7 @@ pub(super) fn copy_dev_name(dev: &IwDevice) -> DevName {
 
 /// One line of the table: a copy taken under the cm_id's lock.
 pub(crate) struct Row {
-    pub(crate) id: u64,
+    pub(crate) id: u32,
     pub(crate) role: Role,
     pub(crate) state: State,
     pub(crate) dev: DevName,
@@ -224,25 +214,6 @@ impl CmId {
             provider_refs: self.provider_refs.load(Ordering::Relaxed),
         }
     }
-}
-
-/// The number of cm_ids in the table and copies of their rows (at most as
-/// many as were live when it started, plus 64), both taken in one critical
-/// section.  Process context, may sleep.
-pub(crate) fn snapshot() -> Result<(usize, KVVec<Row>)> {
-    let n = REGISTRY.lock().ids.len();
-    let mut rows = KVVec::with_capacity(n + 64, GFP_KERNEL)?;
-    let g = REGISTRY.lock();
-    for &p in g.ids.iter() {
-        // SAFETY: `p` is in the registry and its lock is held: the cm_id's
-        // memory is still allocated and its fields intact (type invariant).
-        let id = unsafe { &*p };
-        // Within the capacity: no allocation under the lock.
-        if rows.push_within_capacity(id.row()).is_err() {
-            break;
-        }
-    }
-    Ok((g.ids.len(), rows))
 }
 
 /// A NUL-terminated buffer for the C formatters.
@@ -324,30 +295,176 @@ pub(crate) fn write_row(w: &mut impl fmt::Write, row: &Row) -> fmt::Result {
     write!(w, " {} {}", u8::from(row.qp), row.provider_refs)
 }
 
-/// debugfs `iw_cm/cm_ids`: the number of cm_ids in the table on the first
-/// line (as the file held before it became a table; taken with the rows),
-/// the column header, then one line per live cm_id.
-pub(crate) struct CmIdTable;
+/// One line of debugfs `iw_cm/cm_ids`: what its seq_file iterator holds
+/// between `start`/`next` and `show`.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per read, in a KBox, reused for every row"
+)]
+pub(crate) enum Line {
+    /// The first line, the number of cm_ids in the table (as the file held
+    /// before it became a table), and the column header.
+    Head(usize),
+    /// A copy of one cm_id's row.
+    Row(Row),
+}
 
-/// See [`CmIdTable`].
-pub(crate) static TABLE: CmIdTable = CmIdTable;
+/// The count line of a read: the number of cm_ids in the table, and where
+/// the allocator stands (the read lists no cm_id allocated after it, so
+/// it never has more rows than its count).  One critical section.
+fn head() -> (usize, u32) {
+    let t = Locked::new();
+    t.0.state()
+}
 
-impl fmt::Debug for CmIdTable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (n, rows) = snapshot().map_err(|_| fmt::Error)?;
-        // No newline after the last line: debugfs adds it.
-        write!(f, "{}\n{}", n, HEADER)?;
-        for row in rows.iter() {
-            f.write_str("\n")?;
-            write_row(f, row)?;
+/// The row of the cm_id with the lowest number at or after `from` that
+/// the read whose count line found the allocator at `end` lists (cm_ids
+/// allocated since are skipped), and that number.  Each step holds the
+/// table's lock (interrupts off) for one lookup and one cm_id's copy;
+/// there are at most two.  Any context.
+pub(crate) fn row_from(from: u32, end: u32) -> Option<Row> {
+    let mut from = from;
+    loop {
+        let t = Locked::new();
+        let id = t.first_from(from, false)?;
+        let (_, next) = t.0.state();
+        match table_window::resume_at(id.table_id, end, next) {
+            Resume::List => return Some(id.row()),
+            Resume::SkipTo(n) => from = n,
+            Resume::Done => return None,
         }
-        Ok(())
+    }
+}
+
+/// The seq_file position of the line after the row of cm_id `id` (the
+/// positions are: 0 the count line, then each cm_id's number).
+fn pos_after(id: u32) -> i64 {
+    i64::from(id) + 1
+}
+
+/// Fills `line` with the line at position `pos` (or the first after it)
+/// and moves `pos` to it; false at the end of the table, with `pos` past
+/// it.  `r` keeps the read's allocator position from its count line.
+fn fill(r: &mut bindings::iwcm_table_read, line: &mut Line, pos: &mut i64) -> bool {
+    if *pos <= 0 {
+        let (count, end) = head();
+        r.end = end;
+        *pos = 0;
+        *line = Line::Head(count);
+        return true;
+    }
+    let found = u32::try_from(*pos)
+        .ok()
+        .and_then(|from| row_from(from, r.end));
+    match found {
+        Some(row) => {
+            *pos = i64::from(row.id);
+            *line = Line::Row(row);
+            true
+        }
+        None => {
+            *pos = pos_after(u32::MAX);
+            false
+        }
+    }
+}
+
+/// seq_file `start` of `iw_cm/cm_ids`: a line allocated for the read,
+/// holding the line at `*pos` (or the first after it; `*pos` moves to
+/// it), or NULL at the end; ERR_PTR(-ENOMEM) without memory.  Process
+/// context (the reader's), may sleep.
+///
+/// # Safety
+///
+/// `r` is the seq_file's private data of this read and `pos` its
+/// position, both valid and used by no one else for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn iwcm_table_start(
+    r: *mut bindings::iwcm_table_read,
+    pos: *mut i64,
+) -> *mut c_void {
+    let Ok(mut line) = KBox::new(Line::Head(0), GFP_KERNEL) else {
+        return ENOMEM.to_ptr();
+    };
+    // SAFETY: valid and ours for the call (the caller's guarantee).
+    let (r, pos) = unsafe { (&mut *r, &mut *pos) };
+    if !fill(r, &mut line, pos) {
+        return core::ptr::null_mut();
+    }
+    KBox::into_raw(line).cast()
+}
+
+/// seq_file `next`: moves `*pos` past the line in `v` and fills `v` with
+/// the next one; at the end frees `v` and returns NULL.  Process context.
+///
+/// # Safety
+///
+/// As for [`iwcm_table_start`]; `v` is a line [`iwcm_table_start`]
+/// returned for this read, not yet freed, which this call consumes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn iwcm_table_next(
+    r: *mut bindings::iwcm_table_read,
+    v: *mut c_void,
+    pos: *mut i64,
+) -> *mut c_void {
+    // SAFETY: `v` came from `KBox::into_raw` in `iwcm_table_start` and is
+    // handed back to us (the caller's guarantee).
+    let mut line = unsafe { KBox::from_raw(v.cast::<Line>()) };
+    // SAFETY: valid and ours for the call (the caller's guarantee).
+    let (r, pos) = unsafe { (&mut *r, &mut *pos) };
+    *pos = match &*line {
+        Line::Head(_) => 1,
+        Line::Row(row) => pos_after(row.id),
+    };
+    if !fill(r, &mut line, pos) {
+        return core::ptr::null_mut();
+    }
+    KBox::into_raw(line).cast()
+}
+
+/// seq_file `stop`: frees the line left in `v`.
+///
+/// # Safety
+///
+/// `v` is a line [`iwcm_table_start`] or [`iwcm_table_next`] returned,
+/// not yet freed, which this call consumes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn iwcm_table_stop(v: *mut c_void) {
+    // SAFETY: the caller's guarantee.
+    drop(unsafe { KBox::from_raw(v.cast::<Line>()) });
+}
+
+/// seq_file `show`: writes the line in `v`.  Returns 0.
+///
+/// # Safety
+///
+/// `m` is the seq_file being read, used by no other thread for the call;
+/// `v` is a line the iterator returned for it, not yet freed.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn iwcm_table_show(
+    m: *mut kernel::bindings::seq_file,
+    v: *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's guarantee.
+    let f = unsafe { SeqFile::from_raw(m) };
+    // SAFETY: the caller's guarantee.
+    let line = unsafe { &*v.cast::<Line>() };
+    seq_print!(f, "{}\n", line);
+    0
+}
+
+impl kernel::fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Line::Head(n) => write!(f, "{}\n{}", n, HEADER),
+            Line::Row(row) => write_row(f, row),
+        }
     }
 }
 
 /// A stuck delivery found by a scan: what the report names.
 pub(super) struct Stuck {
-    id: u64,
+    id: u32,
     state: State,
     event: Option<EventType>,
     handler: usize,
@@ -374,7 +491,7 @@ fn report(s: &Stuck, done: bool) {
         None => event.buf[0] = b'-',
     }
     c_helpers::report_stuck(
-        s.id,
+        s.id.into(),
         state.as_c_str(),
         event.as_c_str(),
         s.handler,
@@ -400,7 +517,8 @@ impl fmt::Write for BufWriter<'_> {
 /// Called by the stuck-handler watch (iw_cm_exports.c) once a second while
 /// a delivery runs: reports each delivery that has run `threshold_ms` or
 /// more and was not reported yet (at most 8 per scan; the next scan reports
-/// the others).  Returns whether a delivery is still in progress (the watch
+/// the others).  Visits only the cm_ids marked running, one per critical
+/// section.  Returns whether a delivery is still in progress (the watch
 /// then runs again).  Process context (a work item).
 #[no_mangle]
 pub(crate) extern "C" fn iwcm_stuck_scan(threshold_ms: u32) -> bool {
@@ -409,37 +527,20 @@ pub(crate) extern "C" fn iwcm_stuck_scan(threshold_ms: u32) -> bool {
         return true;
     }
     let mut running = false;
-    {
-        let g = REGISTRY.lock();
-        for &p in g.ids.iter() {
-            // SAFETY: as in `snapshot`.
-            let id = unsafe { &*p };
-            let mut inner = id.inner.lock();
-            let state = inner.state;
-            let Some(d) = inner.delivery.as_mut() else {
-                continue;
-            };
-            running = true;
-            let ms = d.since.elapsed().as_millis();
-            if d.reported || ms < i64::from(threshold_ms) || found.len() == found.capacity() {
-                continue;
-            }
-            // Rate-limited before it counts as reported: a line the limit
-            // suppresses is tried again at the next scan.
-            if !c_helpers::stuck_ratelimit() {
-                continue;
-            }
-            d.reported = true;
-            let s = Stuck {
-                id: id.table_id,
-                state,
-                event: d.event,
-                handler: d.handler,
-                dev: id.dev_info.name,
-                ms,
-            };
+    let mut from = 1;
+    loop {
+        let t = Locked::new();
+        let Some(id) = t.first_from(from, true) else {
+            break;
+        };
+        running = true;
+        if let Some(s) = id.stuck(threshold_ms, found.len() == found.capacity()) {
             // Within the capacity: no allocation under the locks.
             let _ = found.push(s, GFP_ATOMIC);
+        }
+        match id.table_id.checked_add(1) {
+            Some(n) => from = n,
+            None => break,
         }
     }
     for s in found.iter() {
@@ -449,18 +550,56 @@ pub(crate) extern "C" fn iwcm_stuck_scan(threshold_ms: u32) -> bool {
 }
 
 impl CmId {
+    /// What the stuck-handler watch reports of this cm_id's delivery, if it
+    /// has run `threshold_ms` and was not reported yet (and `full` does not
+    /// say that the scan has reported enough): marked reported now.  The
+    /// rate limit is taken here: a line it suppresses is tried again at the
+    /// next scan.  Takes `inner`; any context.
+    fn stuck(&self, threshold_ms: u32, full: bool) -> Option<Stuck> {
+        let mut g = self.inner.lock();
+        let state = g.state;
+        let d = g.delivery.as_mut()?;
+        let ms = d.since.elapsed().as_millis();
+        if d.reported || ms < i64::from(threshold_ms) || full || !c_helpers::stuck_ratelimit() {
+            return None;
+        }
+        d.reported = true;
+        Some(Stuck {
+            id: self.table_id,
+            state,
+            event: d.event,
+            handler: d.handler,
+            dev: self.dev_info.name,
+            ms,
+        })
+    }
+}
+
+/// The end of a delivery, for [`CmId::delivery_ended`] once `inner` is
+/// released.
+#[must_use]
+pub(super) struct Ended {
+    /// The delivery was in the stuck-handler watch's set.
+    watched: bool,
+    /// The watch had reported it: the line that says it returned.
+    returned: Option<Stuck>,
+}
+
+impl CmId {
     /// Marks the start of a delivery by task `me` (with `inner` held); when
     /// it calls the ULP's handler `handler` (not 0), records the call for the
-    /// table and the stuck-handler watch, and makes sure the watch runs.
+    /// table and the stuck-handler watch and returns true: the caller then
+    /// calls [`CmId::watch_delivery`] once `inner` is released.
+    #[must_use]
     pub(super) fn delivery_begins(
         g: &mut Inner,
         me: usize,
         event: Option<EventType>,
         handler: usize,
-    ) {
+    ) -> bool {
         g.delivering = me;
         if handler == 0 {
-            return;
+            return false;
         }
         g.delivery = Some(Delivery {
             since: Instant::now(),
@@ -468,33 +607,49 @@ impl CmId {
             handler,
             reported: false,
         });
+        true
+    }
+
+    /// Enters this cm_id's delivery in the stuck-handler watch's set (the
+    /// running mark) and makes sure the watch runs.  After
+    /// [`CmId::delivery_begins`], without `inner` held.  Any context.
+    pub(super) fn watch_delivery(&self) {
+        set_running(self.table_id, true);
         c_helpers::stuck_arm();
     }
 
-    /// Marks the end of the delivery (with `inner` held); when the watch had
-    /// reported it, what to report now that it returned (to be passed to
-    /// [`CmId::report_returned`] after the unlock).
-    pub(super) fn delivery_ends(&self, g: &mut Inner) -> Option<Stuck> {
+    /// Marks the end of the delivery (with `inner` held); what
+    /// [`CmId::delivery_ended`] does after the unlock.
+    pub(super) fn delivery_ends(&self, g: &mut Inner) -> Ended {
         g.delivering = 0;
-        let d = g.delivery.take()?;
-        if !d.reported {
-            return None;
-        }
-        Some(Stuck {
+        let Some(d) = g.delivery.take() else {
+            return Ended {
+                watched: false,
+                returned: None,
+            };
+        };
+        let returned = d.reported.then(|| Stuck {
             id: self.table_id,
             state: g.state,
             event: d.event,
             handler: d.handler,
             dev: self.dev_info.name,
             ms: d.since.elapsed().as_millis(),
-        })
+        });
+        Ended {
+            watched: true,
+            returned,
+        }
     }
 
-    /// The report that a delivery the watch named has returned (not
-    /// rate-limited: it pairs with a line that was printed).  Process
-    /// context.
-    pub(super) fn report_returned(&self, r: Option<Stuck>) {
-        if let Some(s) = r {
+    /// Takes the ended delivery out of the watch's set and, if the watch
+    /// named it, reports that it returned (not rate-limited: it pairs with
+    /// a line that was printed).  Without `inner` held; process context.
+    pub(super) fn delivery_ended(&self, e: Ended) {
+        if e.watched {
+            set_running(self.table_id, false);
+        }
+        if let Some(s) = e.returned {
             report(&s, true);
         }
     }
@@ -512,4 +667,26 @@ pub(crate) unsafe fn write_line_of(raw: *mut RawCmId, w: &mut impl fmt::Write) -
     // SAFETY: guaranteed by the caller.
     let id = unsafe { CmId::borrow(raw) };
     write_row(w, &id.row())
+}
+
+/// The numbers of the cm_ids marked running, as [`iwcm_stuck_scan`] visits
+/// them: up to `out.len()` into `out`; returns how many there are (for
+/// the KUnit suite, through kunit_iface.rs).  Any context.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn running_ids(out: &mut [u32]) -> usize {
+    let (mut n, mut from) = (0, 1u32);
+    loop {
+        let t = Locked::new();
+        let Some(id) = t.first_from(from, true) else {
+            return n;
+        };
+        if let Some(slot) = out.get_mut(n) {
+            *slot = id.table_id;
+        }
+        n += 1;
+        match id.table_id.checked_add(1) {
+            Some(next) => from = next,
+            None => return n,
+        }
+    }
 }

@@ -207,7 +207,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
             (true, false, is_request)
         } else if g.events.push(&mut ev) {
             g.queued += 1;
-            trace::iw_cm_event_queued(this.table_id, src.event as i32, src.status);
+            trace::iw_cm_event_queued(this.table_id.into(), src.event as i32, src.status);
             (true, false, false)
         } else {
             (false, g.events.slots.is_empty(), false)
