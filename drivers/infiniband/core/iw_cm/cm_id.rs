@@ -90,6 +90,12 @@ const ACTIVE_EVENT_SLOTS: usize = 4;
 /// Event slots of a passive cm_id: ESTABLISHED, DISCONNECT, CLOSE.
 const PASSIVE_EVENT_SLOTS: usize = 3;
 
+/// The largest backlog `iw_cm_listen` accepts (`-EINVAL` above it; the
+/// largest `net/iw_cm/default_backlog` too): a listener reserves one event
+/// slot per backlog entry, about 21 MB at this cap.  See
+/// Documentation/iw_cm.rst, "Other differences".
+pub(crate) const MAX_BACKLOG: u32 = crate::bindings::IWCM_MAX_BACKLOG;
+
 /// Where a cm_id is allocated, which decides how.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AllocContext {
@@ -524,13 +530,16 @@ impl CmId {
 
     // ---- ULP calls --------------------------------------------------------
 
-    /// `iw_cm_listen`.
+    /// `iw_cm_listen`.  `EINVAL` for a negative backlog or one above
+    /// [`MAX_BACKLOG`]; 0 means `net/iw_cm/default_backlog`.
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         let backlog = match backlog {
-            b if b < 0 => return Err(EINVAL),
             0 => crate::c_helpers::default_backlog(),
-            b => b as u32,
+            b => u32::try_from(b).map_err(|_| EINVAL)?,
         };
+        if backlog > MAX_BACKLOG {
+            return Err(EINVAL);
+        }
         let backlog_i32 = i32::try_from(backlog).map_err(|_| EINVAL)?;
         self.reserve_events(backlog as usize, GFP_KERNEL)?;
         let actions = {

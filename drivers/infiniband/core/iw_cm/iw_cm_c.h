@@ -15,6 +15,13 @@
 struct seq_file;
 struct workqueue_struct;
 
+/*
+ * The largest backlog iw_cm_listen() accepts (-EINVAL above it), and the
+ * largest net/iw_cm/default_backlog: one event slot per backlog entry is
+ * reserved at listen (Documentation/iw_cm.rst, "Other differences").
+ */
+#define IWCM_MAX_BACKLOG 65536
+
 /* net/iw_cm/default_backlog: the backlog of iw_cm_listen(id, 0). */
 unsigned int iwcm_c_default_backlog(void);
 

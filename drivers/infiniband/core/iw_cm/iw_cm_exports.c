@@ -41,6 +41,7 @@ EXPORT_SYMBOL(iw_cm_init_qp_attr);
 MODULE_ALIAS_RDMA_NETLINK(RDMA_NL_IWCM, 2);
 
 static unsigned int default_backlog = 256;
+static int iwcm_max_backlog = IWCM_MAX_BACKLOG;
 
 static struct ctl_table_header *iwcm_ctl_table_hdr;
 static struct ctl_table iwcm_ctl_table[] = {
@@ -51,7 +52,7 @@ static struct ctl_table iwcm_ctl_table[] = {
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ONE,
-		.extra2		= SYSCTL_INT_MAX,
+		.extra2		= &iwcm_max_backlog,
 	},
 };
 

@@ -1109,6 +1109,32 @@ mod tests {
         Ok(())
     }
 
+    /// A backlog above the cap (65536) is refused with -EINVAL before
+    /// anything is allocated or the provider is called.  (It was taken:
+    /// up to INT_MAX, whose event ring is beyond what kvmalloc allows, so
+    /// the allocator WARNed, and below that any size was reserved.)
+    #[test]
+    fn backlog_above_the_cap_is_refused() -> Result {
+        reset();
+        let base = iface::live();
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 43)?;
+        for backlog in [65537, i32::MAX, -1] {
+            // SAFETY: `l` is live and owned by the test.
+            let r = unsafe { bindings::iw_cm_listen(l, backlog) };
+            assert_eq!(r, EINVAL.to_errno());
+        }
+        assert_eq!(LISTENS.load(SeqCst), 0);
+        // Still idle: a backlog within the cap listens.
+        // SAFETY: as above.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+        assert_eq!(LISTENS.load(SeqCst), 1);
+        // SAFETY: the test owns `l`.
+        unsafe { bindings::iw_destroy_cm_id(l) };
+        assert!(wait_live(base));
+        Ok(())
+    }
+
     /// A listener's event ring needs one slot per backlog entry (iwcm.c
     /// allocates one work entry each); a large backlog must not need one
     /// physically contiguous allocation.  20000 slots are about 6 MB, more
