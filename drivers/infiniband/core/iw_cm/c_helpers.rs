@@ -190,7 +190,7 @@ pub(crate) fn report_stuck(
 /// from 1), with nothing published at it yet.  `ENOMEM` when the table
 /// cannot grow (or `EBUSY` when every number is taken).  With `may_sleep`
 /// (process context, may sleep) it allocates with GFP_KERNEL; otherwise
-/// with GFP_ATOMIC, in any context.
+/// with GFP_NOWAIT, in any context.
 pub(crate) fn ids_reserve(may_sleep: bool) -> Result<u32> {
     let mut id = 0u32;
     // SAFETY: `id` is writable; the helper sleeps only with `may_sleep`,

@@ -96,13 +96,23 @@ const PASSIVE_EVENT_SLOTS: usize = 3;
 /// Documentation/iw_cm.rst, "Other differences".
 pub(crate) const MAX_BACKLOG: u32 = crate::bindings::IWCM_MAX_BACKLOG;
 
+/// How the provider's upcall allocates for a CONNECT_REQUEST (its child
+/// cm_id and table number, its private data).  The upcall may run in
+/// atomic context (qedr calls it from a tasklet; siw, iw_cxgb4 and irdma
+/// from a workqueue), so it cannot sleep; a refused request costs the
+/// peer a retry, so it does not dip into the atomic reserves either
+/// (GFP_ATOMIC would, once per request of a connect flood), nor warn.
+fn request_gfp() -> kernel::alloc::Flags {
+    kernel::alloc::flags::GFP_NOWAIT | kernel::alloc::flags::__GFP_NOWARN
+}
+
 /// Where a cm_id is allocated, which decides how.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AllocContext {
     /// A ULP's call, in process context: may sleep (GFP_KERNEL).
     Process,
     /// The provider's upcall, for a CONNECT_REQUEST's child: any context
-    /// (GFP_ATOMIC).
+    /// ([`request_gfp`]).
     Upcall,
 }
 
@@ -110,7 +120,7 @@ impl AllocContext {
     fn flags(self) -> kernel::alloc::Flags {
         match self {
             AllocContext::Process => GFP_KERNEL,
-            AllocContext::Upcall => GFP_ATOMIC,
+            AllocContext::Upcall => request_gfp(),
         }
     }
 }
@@ -352,29 +362,29 @@ impl CmId {
     }
 
     /// Allocates the child cm_id of a CONNECT_REQUEST in the provider's
-    /// upcall, with room for its events: any context, never sleeps
-    /// (GFP_ATOMIC).  It carries the listener's handler and context and is
-    /// entered in the table from then.  Allocating
-    /// it here, instead of at delivery as iwcm.c's `cm_conn_req_handler`
-    /// does, means every queued request has a cm_id that can reject it: a
-    /// request whose child cannot be allocated is refused in the upcall
-    /// (-ENOMEM, the provider drops the connection), never left with the
-    /// provider for good.  `ENOMEM` (also from the `fail_iw_cm` fault point).
-    /// The device is the listener's (`listener`), not read again.
+    /// upcall: any context, never sleeps ([`request_gfp`]).  It carries the
+    /// listener's handler and context; its event slots are reserved when
+    /// its request is delivered (`connect_request`, GFP_KERNEL), before the
+    /// ULP can accept and the provider send it events, so a queued request
+    /// costs the cm_id alone.  Allocating it here, instead of at delivery
+    /// as iwcm.c's `cm_conn_req_handler` does, means every queued request
+    /// has a cm_id that can reject it: a request whose child cannot be
+    /// allocated is refused in the upcall (-ENOMEM, the provider drops the
+    /// connection), never left with the provider for good.  `ENOMEM` (also
+    /// from the `fail_iw_cm` fault point).  The device is the listener's
+    /// (`listener`), not read again.
     fn new_child(
         listener: &CmId,
         cm_handler: CmHandler,
         context: *mut c_void,
     ) -> Result<Arc<CmId>> {
-        let id = Self::alloc(
+        Self::alloc(
             listener.dev,
             listener.dev_info,
             cm_handler,
             context,
             AllocContext::Upcall,
-        )?;
-        id.reserve_events(PASSIVE_EVENT_SLOTS, GFP_ATOMIC)?;
-        Ok(id)
+        )
     }
 
     /// Allocates a cm_id in state Idle as `ctx` allows and enters it in the

@@ -60,9 +60,9 @@ int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a);
 /*
  * The table of live cm_ids (an allocating XArray, cm_id/table.rs): reserve
  * a number (GFP_KERNEL with MAY_SLEEP, in process context; else
- * GFP_ATOMIC, anywhere), publish a cm_id at it, erase it (a reservation
- * too); mark a cm_id whose delivery is in a ULP handler.  Any context but
- * a reservation that may sleep.
+ * GFP_NOWAIT | __GFP_NOWARN, anywhere), publish a cm_id at it, erase it (a
+ * reservation too); mark a cm_id whose delivery is in a ULP handler.  Any
+ * context but a reservation that may sleep.
  */
 int iwcm_c_ids_reserve(u32 *id, bool may_sleep);
 void iwcm_c_ids_publish(u32 id, const void *entry);

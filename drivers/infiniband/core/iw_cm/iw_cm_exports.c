@@ -154,7 +154,7 @@ int iwcm_c_ids_reserve(u32 *id, bool may_sleep)
 	} else {
 		xa_lock_irqsave(&iwcm_ids, flags);
 		ret = __xa_alloc_cyclic(&iwcm_ids, id, NULL, XA_LIMIT(1, U32_MAX),
-					&iwcm_ids_next, GFP_ATOMIC);
+					&iwcm_ids_next, GFP_NOWAIT | __GFP_NOWARN);
 		if (ret >= 0)
 			iwcm_ids_count++;
 		xa_unlock_irqrestore(&iwcm_ids, flags);
@@ -467,6 +467,8 @@ bool iwcm_kunit_adopted_mapping(const struct sockaddr_storage *local,
 size_t iwcm_kunit_table_read(struct iwcm_table_read *r, long long *pos, u32 *ids,
 			     size_t cap, size_t *count);
 size_t iwcm_kunit_running_ids(u32 *ids, size_t cap);
+ssize_t iwcm_kunit_event_slots(u32 id);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_event_slots);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_read);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_running_ids);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_line);

@@ -62,6 +62,7 @@ pub(crate) mod iface {
             count: *mut usize,
         ) -> usize;
         fn iwcm_kunit_running_ids(ids: *mut u32, cap: usize) -> usize;
+        fn iwcm_kunit_event_slots(id: u32) -> isize;
         fn iwcm_kunit_adopted_mapping(
             local: *const SockAddr,
             remote: *const SockAddr,
@@ -165,6 +166,13 @@ pub(crate) mod iface {
     pub(crate) fn running_ids(ids: &mut [u32]) -> usize {
         // SAFETY: `ids` is writable for its length.
         unsafe { iwcm_kunit_running_ids(ids.as_mut_ptr(), ids.len()) }
+    }
+
+    /// The number of event slots of the cm_id numbered `id`, `None` when
+    /// there is no such cm_id.
+    pub(crate) fn event_slots(id: u32) -> Option<usize> {
+        // SAFETY: no pointers; any context.
+        usize::try_from(unsafe { iwcm_kunit_event_slots(id) }).ok()
     }
 
     /// Faults of devices whose `iw_connect` op is `connect_op` are

@@ -71,6 +71,9 @@ mod tests {
     /// point armed to fail (`fail_nth`): handing requests back must not
     /// allocate.
     const MODE_DESTROY_LISTENER_IN_REQ_NO_MEM: u32 = 7;
+    /// The first CONNECT_REQUEST's handler waits for RELEASE (BLOCKED
+    /// meanwhile), so that later requests stay queued on the listener.
+    const MODE_BLOCK_FIRST_REQ: u32 = 8;
     /// `current->fail_nth` left after that destroy (1: nothing allocated
     /// through a fault point).
     static FAIL_NTH_LEFT: AtomicU32 = AtomicU32::new(0);
@@ -417,6 +420,15 @@ mod tests {
             }
             if mode == MODE_FAIL_REQ {
                 return -1;
+            }
+            if mode == MODE_BLOCK_FIRST_REQ && c == 0 {
+                BLOCKED.store(true, SeqCst);
+                let mut ms = 0;
+                while !RELEASE.load(SeqCst) && ms < 5000 {
+                    fsleep(Delta::from_millis(5));
+                    ms += 5;
+                }
+                BLOCKED.store(false, SeqCst);
             }
             let no_mem = mode == MODE_DESTROY_LISTENER_IN_REQ_NO_MEM;
             if (mode == MODE_DESTROY_LISTENER_IN_REQ || no_mem) && c == 0 {
@@ -1131,6 +1143,53 @@ mod tests {
         assert_eq!(LISTENS.load(SeqCst), 1);
         // SAFETY: the test owns `l`.
         unsafe { bindings::iw_destroy_cm_id(l) };
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    /// A queued CONNECT_REQUEST costs its child cm_id alone: the child's
+    /// event slots are reserved when the request is delivered, in process
+    /// context, not in the provider's upcall.  (The upcall reserved them:
+    /// a queued child had its three slots.)
+    #[test]
+    fn a_queued_request_costs_its_child_alone() -> Result {
+        reset();
+        let base = iface::live();
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 44)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+        MODE.store(MODE_BLOCK_FIRST_REQ, SeqCst);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert!(wait_until(|| BLOCKED.load(SeqCst)));
+        // The second request waits behind the first one's handler.
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        let Some((_, listed)) = read_table(64)? else {
+            panic!("table read out of order");
+        };
+        // The newest cm_id is the queued request's child.
+        let queued = listed.last().copied().unwrap_or(0);
+        assert_eq!(iface::event_slots(queued), Some(0));
+        RELEASE.store(true, SeqCst);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        let child = CHILD.load(SeqCst);
+        assert_eq!(table_number(child), queued);
+        // Its slots came with the delivery: its events are queued.
+        assert_eq!(iface::event_slots(queued), Some(3));
+        assert_eq!(accept(child), 0);
+        assert_eq!(upcall(child, EV_EST, 0), 0);
+        assert_eq!(upcall(child, EV_DISC, 0), 0);
+        assert_eq!(upcall(child, EV_CLOSE, 0), 0);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 4));
+        provider_release(child);
+        // SAFETY: the test owns the three ids; the unaccepted first child
+        // is rejected.
+        unsafe {
+            bindings::iw_destroy_cm_id(CHILDREN[0].load(SeqCst));
+            bindings::iw_destroy_cm_id(child);
+            bindings::iw_destroy_cm_id(l);
+        }
+        assert_eq!(REJECTS.load(SeqCst), 1);
         assert!(wait_live(base));
         Ok(())
     }

@@ -8,7 +8,7 @@
 //! alone runs no test, prints nothing and registers nothing.
 //!
 //! The suite reaches the code under test through the nine exported
-//! functions of include/rdma/iw_cm.h and these eight.
+//! functions of include/rdma/iw_cm.h and these nine.
 
 use crate::bindings;
 use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
@@ -229,4 +229,12 @@ pub unsafe extern "C" fn iwcm_kunit_running_ids(ids: *mut u32, cap: usize) -> us
     // SAFETY: the caller's guarantee.
     let ids = unsafe { core::slice::from_raw_parts_mut(ids, cap) };
     crate::cm_id::table::running_ids(ids)
+}
+
+/// The number of event slots of the cm_id numbered `id` (queued or not),
+/// or -1 when there is none.  Takes the table's lock and the cm_id's; any
+/// context.
+#[no_mangle]
+pub extern "C" fn iwcm_kunit_event_slots(id: u32) -> isize {
+    crate::cm_id::table::event_slots(id).map_or(-1, |n| n as isize)
 }

@@ -233,8 +233,12 @@ impl CmId {
         // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
         let _ = Arc::into_raw(child.clone());
         let listening = self.inner.lock().state == State::Listen;
-        // Its event slots and its table number came with it.
-        let ok = listening;
+        // Its event slots, before the ULP can accept (and the provider send
+        // it events): here, with GFP_KERNEL, not in the provider's upcall.
+        let ok = listening
+            && child
+                .reserve_events(PASSIVE_EVENT_SLOTS, GFP_KERNEL)
+                .is_ok();
         let ret = if ok {
             child.call_handler_traced(&mut ev.raw)
         } else {

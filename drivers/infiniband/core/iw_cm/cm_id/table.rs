@@ -690,3 +690,13 @@ pub(crate) fn running_ids(out: &mut [u32]) -> usize {
         }
     }
 }
+
+/// The number of event slots of the cm_id numbered `id`, `None` when there
+/// is none (for the KUnit suite, through kunit_iface.rs).  Any context.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn event_slots(id: u32) -> Option<usize> {
+    let t = Locked::new();
+    let c = t.first_from(id, false).filter(|c| c.table_id == id)?;
+    let n = c.inner.lock().events.slots.len();
+    Some(n)
+}

@@ -109,7 +109,13 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
     let mut pdata = KVec::<u8>::new();
     if copy_pdata {
         let len = usize::from(src.private_data_len);
-        pdata.reserve(len, GFP_ATOMIC)?;
+        // A request's, as its child cm_id (a flood's); others GFP_ATOMIC.
+        let gfp = if kind == Kind::ConnectRequest {
+            request_gfp()
+        } else {
+            GFP_ATOMIC
+        };
+        pdata.reserve(len, gfp)?;
         if c_helpers::copy_nofault(&mut pdata, src.private_data.cast_const(), len).is_err() {
             faults = faults.with(Faults::PDATA_BAD_POINTER);
             if kind == Kind::ConnectRequest {
@@ -128,8 +134,9 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
 /// Context: process or softirq (siw calls it from its `sk_data_ready`
 /// callback), with or without the provider's spinlocks held; not hard
 /// interrupt context (the cm_id lock is a `spinlock_t`, as in iwcm.c).
-/// Never sleeps, allocates only with GFP_ATOMIC (private data, and a
-/// CONNECT_REQUEST's child cm_id).
+/// Never sleeps, allocates only atomically: a CONNECT_REQUEST's private
+/// data and child cm_id with GFP_NOWAIT (no reserves, see
+/// [`request_gfp`]), other events' private data with GFP_ATOMIC.
 ///
 /// Every field of the event is untrusted (see [`event_check`]): the
 /// private data is copied only when its status allows it, with a
