@@ -401,11 +401,11 @@ job_iwpm_c() {
 # (tools/kernel/ulp.fragment) with the modules tools/ulp-tree.sh built for
 # it in a copy of this tree.
 # iser.sh runs in make check-all only, with both iw_cms: two faults of
-# LIO's, one per iw_cm so far (Documentation/known_issues.rst), make it
+# LIO's and isert's (Documentation/known_issues.rst), make it
 # fail intermittently: isert's DEVICE_REMOVAL handler returns before its
 # connection's QP is destroyed (ib_cq_pool_cleanup's WARNING at the
-# unplug; seen with ours, 1 boot in 3), and LIO's WARNING in
-# iscsit_release_cmd at the logout (seen with the C iw_cm, 2 boots in 2).
+# unplug; seen with ours, 1 boot in 5, C 0 in 4), and LIO's WARNING in
+# iscsit_release_cmd at the logout (C 2 boots in 4, ours 2 in 5).
 ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh}
 [ $all -eq 1 ] && ulp_tests="$ulp_tests iser.sh"
 ulp_tests_c=${IWCM_CHECK_ULP_TESTS_C:-$ulp_tests}
