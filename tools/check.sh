@@ -30,7 +30,10 @@
 # unplug soak (IWCM_CHECK_SOAK s, default 180), and the nvme-rdma
 # hot-unplug stress (tools/stress/run-stress.sh, 20 cycles), rdma_cm's
 # GID race (tools/testing/rdma_cm/repro-gid-race.sh: the kernel's order
-# must oops, the test rdma_cm's must not; two boots), and runs every
+# must oops, the test rdma_cm's must not; two boots), isert's
+# DEVICE_REMOVAL race (tools/testing/isert/repro-removal-race.sh: the
+# kernel's isert must free its connection early, the test isert's must
+# not; three ULP-kernel boots), and runs every
 # selftest in full: `make check` exports IWCM_QUICK=1, with which the
 # longest loops are trimmed (rping's verified iterations, cmtime's and
 # ucmatose's second runs, perftest's iterations, the rounds of
@@ -400,14 +403,12 @@ job_iwpm_c() {
 # unplug, relink and link flaps, with each iw_cm, on the ULP flavour of the test kernel
 # (tools/kernel/ulp.fragment) with the modules tools/ulp-tree.sh built for
 # it in a copy of this tree.
-# iser.sh runs in make check-all only, with both iw_cms: two faults of
-# LIO's and isert's (Documentation/known_issues.rst), make it
-# fail intermittently: isert's DEVICE_REMOVAL handler returns before its
-# connection's QP is destroyed (ib_cq_pool_cleanup's WARNING at the
-# unplug; seen with ours, 1 boot in 5, C 0 in 4), and LIO's WARNING in
-# iscsit_release_cmd at the logout (C 2 boots in 4, ours 2 in 5).
-ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh}
-[ $all -eq 1 ] && ulp_tests="$ulp_tests iser.sh"
+# iser.sh runs with the test isert (tools/testing/isert/: the kernel's plus
+# 0001, the DEVICE_REMOVAL handler waits for its connection's release, and
+# 0002, a failed control PDU taken off its connection's list), which
+# tools/vm/run.sh puts in place of the kernel's; make check-all shows
+# 0001's race with the kernel's isert (job isert_race).
+ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh iser.sh}
 ulp_tests_c=${IWCM_CHECK_ULP_TESTS_C:-$ulp_tests}
 ulp_suite() {	# ulp_suite IMPL TESTS
 	if [ -z "$ulp_tree" ]; then
@@ -459,6 +460,22 @@ job_gid_race() {
 		case "$l" in
 		"ok "*) record pass "rdma_cm GID race: ${l#ok $n }" ;;
 		*) record fail "rdma_cm GID race: ${l:-case $n did not run}" ;;
+		esac
+	done
+}
+job_isert_race() {
+	# isert's DEVICE_REMOVAL race (tools/testing/isert/0001), its window
+	# widened: the kernel's isert must free the connection under its
+	# release with the C iw_cm, the test isert must pass iser.sh with
+	# both iw_cms.  Three ULP-kernel boots.
+	say "== tools/testing/isert/repro-removal-race.sh"
+	local log=$IWCM_RESULTS_DIR/repro-isert-race.out n l
+	"$top/tools/testing/isert/repro-removal-race.sh" 2>&1 | tee "$log" | grep -E "^(not )?ok [0-9]|^repro:"
+	for n in 1 2 3; do
+		l=$(grep -E "^(not )?ok $n " "$log" | head -n1)
+		case "$l" in
+		"ok "*) record pass "isert removal race: ${l#ok $n }" ;;
+		*) record fail "isert removal race: ${l:-case $n did not run}" ;;
 		esac
 	done
 }
@@ -527,7 +544,7 @@ jobs+=(ulp_c)
 if [ $have_rust -eq 1 ]; then
 	jobs+=(kunit_rust)
 	[ $all -eq 1 ] && jobs+=(hostile_upstream_rust)
-	[ $all -eq 1 ] && jobs+=(soak_rust gid_race)
+	[ $all -eq 1 ] && jobs+=(soak_rust gid_race isert_race)
 else
 	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm jobs are skipped"
 	record skip "Rust iw_cm jobs: drivers/infiniband/core/iw_cm/iw_cm.ko not built"

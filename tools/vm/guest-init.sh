@@ -37,20 +37,23 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /mnt/results
 # The test kernel's modules appear at /usr/lib/modules/<release> (an overlay
 # over the host's /usr/lib, which has none).
 # With a test rdma_cm.ko in the results share (run.sh: the kernel's
-# rdma_cm plus tools/testing/rdma_cm/*.patch), or a C iw_cm.ko (run.sh
-# IWCM_C_IWCM=iwpm-fixed: tools/testing/iw_cm_c/), the overlay gets a tmpfs
+# rdma_cm plus tools/testing/rdma_cm/*.patch), a C iw_cm.ko (run.sh
+# IWCM_C_IWCM=iwpm-fixed: tools/testing/iw_cm_c/) or a test ib_isert.ko
+# (the ULP kernel: tools/testing/isert/), the overlay gets a tmpfs
 # upper layer and each such module takes the in-tree one's place, so that
 # every modprobe (rdma_ucm's, nvme-rdma's, the tests') loads it.
-if [ -f /mnt/results/rdma_cm.ko ] || [ -f /mnt/results/iw_cm.ko ]; then
+if [ -f /mnt/results/rdma_cm.ko ] || [ -f /mnt/results/iw_cm.ko ] || [ -f /mnt/results/ib_isert.ko ]; then
 	mkdir -p /mnt/lib-upper /mnt/lib-work
 	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib,upperdir=/mnt/lib-upper,workdir=/mnt/lib-work /usr/lib
-	for m in rdma_cm iw_cm; do
+	for m in rdma_cm iw_cm ib_isert; do
 		[ -f /mnt/results/$m.ko ] || continue
+		dir=core
 		case $m in
 		rdma_cm) what="the test rdma_cm (tools/testing/rdma_cm/)" ;;
 		iw_cm) what="the C iw_cm with the port mapper client fixed (tools/testing/iw_cm_c/)" ;;
+		ib_isert) what="the test isert (tools/testing/isert/)"; dir=ulp/isert ;;
 		esac
-		cm=/usr/lib/modules/$(uname -r)/kernel/drivers/infiniband/core/$m.ko
+		cm=/usr/lib/modules/$(uname -r)/kernel/drivers/infiniband/$dir/$m.ko
 		# (run.sh fails the run unless this says "replaced".)
 		if [ -f "$cm" ] && cp /mnt/results/$m.ko "$cm"; then
 			echo replaced > /mnt/results/$m-status

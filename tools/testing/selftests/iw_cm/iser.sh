@@ -112,6 +112,32 @@ portal_relisten() {
 	fi
 }
 
+# ISERT_DELAYS="REMOVAL_MS RELEASE_MS" (tools/testing/isert/
+# repro-removal-race.sh, with an ib_isert.ko of build.sh --delay): the
+# test-only sleeps that widen isert's DEVICE_REMOVAL window, on for the
+# unplug and off again once the link is back.
+isert_delays() {
+	local p=/sys/module/ib_isert/parameters
+	echo "$1" > $p/removal_delay_ms && echo "$2" > $p/release_delay_ms
+}
+portal_relisten_undelayed() {
+	isert_delays 0 0
+	portal_relisten
+}
+# isert_delays_for_unplug: the delays on if asked for; sets relink_hook,
+# the function ulp_unplug_relink calls once the link is back.
+relink_hook=portal_relisten
+isert_delays_for_unplug() {
+	[ -n "${ISERT_DELAYS:-}" ] || return 0
+	# shellcheck disable=SC2086
+	if isert_delays $ISERT_DELAYS; then
+		iwcm_log "isert delays for the unplug (removal, release): $ISERT_DELAYS ms"
+		relink_hook=portal_relisten_undelayed
+	else
+		iwcm_log "cannot set isert's delays (ISERT_DELAYS=$ISERT_DELAYS): not a build.sh --delay ib_isert.ko?"
+	fi
+}
+
 # The LUN's block device (sdX) of the iSER session.
 lun_dev() {
 	local b
@@ -147,7 +173,8 @@ if [ $ok -eq 1 ]; then
 	iwcm_check "the iSER connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
 		ulp_ids_shown "$PORT"
 	ulp_fio_verified "$dev" 5 --allow_file_create=0
-	ULP_ON_RELINK=portal_relisten ulp_unplug_relink "$dev" --allow_file_create=0
+	isert_delays_for_unplug
+	ULP_ON_RELINK=$relink_hook ulp_unplug_relink "$dev" --allow_file_create=0
 	iwcm_wait_for 60 lun_ready
 	dev=$(lun_dev)
 	ulp_recovered "$dev" "iSER recovers after the relink"
@@ -190,6 +217,10 @@ if iwcm_wait_for 60 iser_ids_gone; then
 else
 	iwcm_dev_cm_ids | while IFS= read -r l; do iwcm_log "left: $l"; done
 	ktap_test_fail "target stopped, no rdma_cm id with port $PORT left"
+fi
+if [ -n "${ISERT_DELAYS:-}" ]; then
+	# For repro-removal-race.sh: the sleeps ran (isert logs each).
+	iwcm_log "isert delays run: removal $(iwcm_dmesg_since_setup | grep -c "removal_delay_ms: .* before the removal's wait"), release $(iwcm_dmesg_since_setup | grep -c "release_delay_ms: .* between ISER_CONN_DOWN and the put")"
 fi
 ulp_report
 iwcm_finish
