@@ -24,7 +24,7 @@
 //! without either leaks the id (it has no destructor, because destroying
 //! is only correct in some contexts).
 
-use super::verbs::{Device, Pd, Qp};
+use super::verbs::{Device, Pd, Qp, QpInitAttr};
 use crate::bindings;
 use core::{ffi::c_int, ffi::c_void, marker::PhantomData, ops::Deref, ptr::NonNull};
 use kernel::{
@@ -268,8 +268,8 @@ impl CmIdRef {
     /// `rdma_create_qp`: an RC QP on the id's device, in `pd`.
     ///
     /// The QP must be destroyed before `pd` and the CQs of `attr` are freed.
-    pub(crate) fn create_qp(&self, pd: &Pd, attr: &bindings::ib_qp_init_attr) -> Result<Qp> {
-        let mut attr = *attr;
+    pub(crate) fn create_qp(&self, pd: &Pd, attr: &QpInitAttr) -> Result<Qp> {
+        let mut attr = attr.to_raw();
         // SAFETY: the id is alive and bound to the device of `pd`; `attr`
         // is a valid init attribute block read during the call.
         to_result(unsafe { bindings::rdma_create_qp(self.as_raw(), pd.as_raw(), &mut attr) })?;
@@ -279,7 +279,8 @@ impl CmIdRef {
         unsafe { Qp::from_raw(qp) }.ok_or(EINVAL)
     }
 
-    /// `rdma_destroy_qp`: destroys `qp`, this id's QP, through rdma_cm.
+    /// `rdma_destroy_qp`: drains (unless done) and destroys `qp`, this id's
+    /// QP, through rdma_cm.  Sleeps.
     ///
     /// A QP that is not this id's is destroyed with `ib_destroy_qp`.
     pub(crate) fn destroy_qp(&self, qp: Qp) {
