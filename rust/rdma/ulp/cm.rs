@@ -24,7 +24,7 @@
 //! without either leaks the id (it has no destructor, because destroying
 //! is only correct in some contexts).
 
-use super::verbs::{Device, Pd, Qp};
+use super::verbs::{Device, Pd, Qp, QpInitAttr};
 use crate::bindings;
 use core::{ffi::c_int, ffi::c_void, marker::PhantomData, ops::Deref, ptr::NonNull};
 use kernel::{
@@ -94,14 +94,8 @@ pub(crate) struct Event<'a> {
 }
 
 impl<'a> Event<'a> {
-    /// # Safety
-    ///
-    /// `ptr` points to a valid `struct rdma_cm_event` for `'a`.
-    unsafe fn from_raw(ptr: *const bindings::rdma_cm_event) -> Self {
-        Self {
-            // SAFETY: guaranteed by the caller.
-            raw: unsafe { &*ptr },
-        }
+    fn new(raw: &'a bindings::rdma_cm_event) -> Self {
+        Self { raw }
     }
 
     /// The event type.
@@ -228,12 +222,21 @@ impl CmIdRef {
     /// resolved, bound to a local address, or a connection request).
     pub(crate) fn device(&self) -> Option<Device> {
         // SAFETY: the id is alive; rdma_cm sets `device` once, when it binds
-        // the id, before the event that reports it.
-        let dev = unsafe { (*self.as_raw()).device };
-        // SAFETY: rdma_cm keeps the device registered while an id is bound to
-        // it (device removal waits for every such id to be destroyed), and a
-        // ULP frees what it allocates on the device before destroying its id.
-        unsafe { Device::from_raw(dev) }
+        // the id, before the event that reports it.  rdma_cm keeps the device
+        // registered while an id is bound to it (device removal waits for
+        // every such id to be destroyed), and a ULP frees what it allocates
+        // on the device before destroying its id.
+        unsafe { Device::from_raw((*self.as_raw()).device) }
+    }
+
+    /// The id's QP (`id->qp`), null before `rdma_create_qp` and after
+    /// `rdma_destroy_qp`.
+    fn qp(&self) -> *mut bindings::ib_qp {
+        // SAFETY: the id is alive (type invariant); `qp` is written only by
+        // `rdma_create_qp` and `rdma_destroy_qp`, which the id's owner calls
+        // through `create_qp` and `destroy_qp`, not concurrently with the
+        // other operations of the id.
+        unsafe { (*self.as_raw()).qp }
     }
 
     /// `rdma_resolve_addr`: resolve `dst` (asynchronous: ADDR_RESOLVED or
@@ -268,23 +271,22 @@ impl CmIdRef {
     /// `rdma_create_qp`: an RC QP on the id's device, in `pd`.
     ///
     /// The QP must be destroyed before `pd` and the CQs of `attr` are freed.
-    pub(crate) fn create_qp(&self, pd: &Pd, attr: &bindings::ib_qp_init_attr) -> Result<Qp> {
-        let mut attr = *attr;
+    pub(crate) fn create_qp(&self, pd: &Pd, attr: &QpInitAttr) -> Result<Qp> {
+        let mut attr = attr.to_raw();
         // SAFETY: the id is alive and bound to the device of `pd`; `attr`
         // is a valid init attribute block read during the call.
         to_result(unsafe { bindings::rdma_create_qp(self.as_raw(), pd.as_raw(), &mut attr) })?;
-        // SAFETY: `rdma_create_qp` succeeded, so `id->qp` is the new QP.
-        let qp = unsafe { (*self.as_raw()).qp };
-        // SAFETY: a QP just created, owned by the caller from now on.
-        unsafe { Qp::from_raw(qp) }.ok_or(EINVAL)
+        // SAFETY: `rdma_create_qp` succeeded, so `id->qp` is the QP just
+        // created, owned by the caller from now on.
+        unsafe { Qp::from_raw(self.qp()) }.ok_or(EINVAL)
     }
 
-    /// `rdma_destroy_qp`: destroys `qp`, this id's QP, through rdma_cm.
+    /// `rdma_destroy_qp`: drains (unless done) and destroys `qp`, this id's
+    /// QP, through rdma_cm.  Sleeps.
     ///
     /// A QP that is not this id's is destroyed with `ib_destroy_qp`.
     pub(crate) fn destroy_qp(&self, qp: Qp) {
-        // SAFETY: the id is alive.
-        if unsafe { (*self.as_raw()).qp } != qp.as_raw() {
+        if self.qp() != qp.as_raw() {
             drop(qp);
             return;
         }
@@ -362,7 +364,7 @@ unsafe extern "C" fn handler<T: Handler>(
 ) -> c_int {
     // SAFETY: rdma_cm passes an id and an event that are valid during the
     // call.
-    let (cm_id, ev) = unsafe { (CmIdRef::from_raw(id), Event::from_raw(event)) };
+    let (cm_id, ev) = unsafe { (CmIdRef::from_raw(id), Event::new(&*event)) };
     let ctx = cm_id.context().cast::<T>().cast_const();
     // SAFETY: the context of an id created here is one reference of an
     // `Arc<T>` (see the module documentation): the id's own, or for a

@@ -19,22 +19,20 @@
 //! `ib_drain_qp` ends the traffic for good.
 
 use crate::{
-    bindings,
     host::Host,
     target::Target,
     ulp::cm::{CmId, CmIdRef},
-    ulp::verbs::{post_recv, post_send, Cq, DmaBuf, Pd, Qp},
+    ulp::verbs::{Completion, CompletionHandler, Cq, DmaBuf, Pd, Poster, Qp, WcStatus},
 };
-use core::{fmt, ptr::NonNull};
+use core::fmt;
 use kernel::{
-    container_of, new_condvar, new_mutex,
+    new_condvar, new_mutex,
     prelude::*,
     sync::{
         atomic::{Atomic, Full, Relaxed, Release},
         Arc, CondVar, Mutex,
     },
     time::{msecs_to_jiffies, Instant, Monotonic},
-    types::Opaque,
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -93,6 +91,14 @@ pub(crate) enum Owner {
     Target(Arc<Target>),
 }
 
+/// A queue's traffic state, shared with its completion handler ([`Ring`]).
+struct Traffic {
+    stopped: Atomic<bool>,
+    sends: Atomic<u64>,
+    recvs: Atomic<u64>,
+    errors: Atomic<u64>,
+}
+
 /// The ULP's half of a queue's id and its verbs objects.
 struct Inner {
     id: Option<CmId<Queue>>,
@@ -108,10 +114,7 @@ pub(crate) struct Queue {
     pub(crate) depth: u32,
     state: Atomic<u32>,
     ever_live: Atomic<bool>,
-    stopped: Atomic<bool>,
-    sends: Atomic<u64>,
-    recvs: Atomic<u64>,
-    errors: Atomic<u64>,
+    traffic: Arc<Traffic>,
     /// Connection result for [`Queue::wait_connected`]: [`CONN_PENDING`],
     /// 0, or a negative errno.
     #[pin]
@@ -143,6 +146,15 @@ impl WorkItem for Queue {
 
 impl Queue {
     pub(crate) fn new(owner: Owner, qid: u32, kind: Kind, depth: u32) -> Result<Arc<Self>> {
+        let traffic = Arc::new(
+            Traffic {
+                stopped: Atomic::new(false),
+                sends: Atomic::new(0),
+                recvs: Atomic::new(0),
+                errors: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?;
         Arc::pin_init(
             pin_init!(Self {
                 owner,
@@ -151,10 +163,7 @@ impl Queue {
                 depth,
                 state: Atomic::new(CONNECTING),
                 ever_live: Atomic::new(false),
-                stopped: Atomic::new(false),
-                sends: Atomic::new(0),
-                recvs: Atomic::new(0),
-                errors: Atomic::new(0),
+                traffic,
                 conn <- new_mutex!(CONN_PENDING, "Queue::conn"),
                 conn_wait <- new_condvar!("Queue::conn_wait"),
                 inner <- new_mutex!(Inner { id: None, ib: None }, "Queue::inner"),
@@ -190,7 +199,7 @@ impl Queue {
     /// Host: starts the traffic once connected.
     pub(crate) fn start_traffic(&self) {
         if let Some(ib) = self.inner.lock().ib.as_ref() {
-            ib.ring().start_sends();
+            ib.start_sends();
         }
     }
 
@@ -208,11 +217,7 @@ impl Queue {
 
     /// No more posting: completions are only counted from now on.
     pub(crate) fn stop(&self) {
-        self.stopped.store(true, Release);
-    }
-
-    fn stopped(&self) -> bool {
-        self.stopped.load(Relaxed)
+        self.traffic.stopped.store(true, Release);
     }
 
     pub(crate) fn set_live(&self) {
@@ -343,22 +348,21 @@ impl Queue {
             kind,
             state,
             self.depth,
-            self.sends.load(Relaxed),
-            self.recvs.load(Relaxed),
-            self.errors.load(Relaxed)
+            self.traffic.sends.load(Relaxed),
+            self.traffic.recvs.load(Relaxed),
+            self.traffic.errors.load(Relaxed)
         )
     }
 }
 
 /// A queue's verbs objects.  Dropping it drains the QP (unless done) and
 /// frees everything in the order the verbs require: QP, CQ (after which no
-/// completion handler runs), ring, PD.  The field order is that order.
+/// completion handler runs) with its ring, PD.  The field order is that
+/// order.
 pub(crate) struct QueueIb {
     qp: Option<Qp>,
-    _cq: Cq,
-    ring: RingOwner,
+    cq: Cq<Ring>,
     _pd: Pd,
-    drained: bool,
 }
 
 impl QueueIb {
@@ -366,35 +370,39 @@ impl QueueIb {
         let depth = queue.depth;
         let dev = id.device().ok_or(ENODEV)?;
         let pd = Pd::alloc(dev)?;
-        // Sends, receives, and one of each for the drain.
-        let cq = Cq::alloc(dev, 3 * depth + 2, 0)?;
+        let buf = DmaBuf::alloc(dev, 2 * depth as usize * MSG_LEN)?;
+        let ring = Ring::new(queue, &pd, buf, host)?;
+        // Sends, receives, and one of each for the drain; a work request
+        // slot per buffer slot.
+        let cq = Cq::alloc(dev, 3 * depth + 2, 0, ring, 2 * depth as usize)?;
         // nvme-rdma's factor of two for sends, plus one for the drain.
         let qp = id.create_qp(&pd, &cq.rc_qp_attr(2 * depth + 1, depth + 1))?;
-        let buf = DmaBuf::alloc(dev, 2 * depth as usize * MSG_LEN)?;
-        let ring = Ring::alloc(queue, &qp, &pd, buf, host)?;
         // From here on dropping `ib` drains and frees in order.
         let ib = Self {
             qp: Some(qp),
-            _cq: cq,
-            ring,
+            cq,
             _pd: pd,
-            drained: false,
         };
-        ib.ring().post_all_recvs()?;
+        ib.cq.handler().post_all_recvs(&ib.poster()?)?;
         Ok(ib)
     }
 
-    fn ring(&self) -> &Ring {
-        self.ring.get()
+    /// A poster on the queue's QP.
+    fn poster(&self) -> Result<Poster<'_, Ring>> {
+        self.cq.poster(self.qp.as_ref().ok_or(ENODEV)?)
+    }
+
+    /// Host: one message in flight on every send slot.
+    fn start_sends(&self) {
+        if let Ok(post) = self.poster() {
+            self.cq.handler().start_sends(&post);
+        }
     }
 
     /// `ib_drain_qp` (once).
     pub(crate) fn drain(&mut self) {
-        if !self.drained {
-            if let Some(qp) = self.qp.as_ref() {
-                qp.drain();
-            }
-            self.drained = true;
+        if let Some(qp) = self.qp.as_mut() {
+            qp.drain();
         }
     }
 
@@ -411,72 +419,29 @@ impl Drop for QueueIb {
     fn drop(&mut self) {
         self.drain();
         drop(self.qp.take());
-        // The fields drop next, in order: `_cq`, `ring`, `_pd`.
+        // The fields drop next, in order: `cq` (then its ring), `_pd`.
     }
 }
 
-/// One send or receive buffer slot; its `ib_cqe` comes back in the work
-/// completion.
-///
-/// # Invariants
-///
-/// `ring` points to the live [`Ring`] whose `slots[index]` is this slot
-/// (slots live inside their ring's allocation and are never moved out), so
-/// a completion handler may go from the `ib_cqe` to the slot and its ring.
+/// A host send slot's state.
 struct Slot {
-    cqe: Opaque<bindings::ib_cqe>,
-    ring: *const Ring,
-    /// Index in [`Ring::slots`]: sends are `0..depth`, receives follow.
-    index: usize,
-    /// Host send slot: completions (send, echo) still due before reuse.
+    /// Completions (send, echo) still due before reuse.
     pending: Atomic<u32>,
     seq: Atomic<u64>,
 }
 
-/// A queue's buffers, shared with its completion handlers.
+/// A queue's buffers and its completion handler.
 ///
-/// # Invariants
-///
-/// `queue` outlives the ring (the queue owns it through [`QueueIb`]); `qp`
-/// is alive while a completion handler can run (the QP is destroyed after
-/// `ib_drain_qp`, after which the handlers post nothing, and the CQ is
-/// freed before the ring).
+/// Buffer slot `i` (`MSG_LEN` bytes at `i * MSG_LEN`) is posted with work
+/// request slot `i`: sends are `0..depth`, receives follow.
 struct Ring {
-    queue: *const Queue,
-    qp: *mut bindings::ib_qp,
+    traffic: Arc<Traffic>,
     lkey: u32,
     depth: usize,
     host: bool,
     buf: DmaBuf,
+    /// The send slots' state.
     slots: KVec<Slot>,
-}
-
-/// Owner of a heap-allocated [`Ring`] whose address the CQ's work
-/// completions carry (through the slots' `ib_cqe`s).
-///
-/// # Invariants
-///
-/// `ptr` comes from `KBox::leak` and is freed only by `drop`.
-struct RingOwner(NonNull<Ring>);
-
-// SAFETY: the ring is used from the CQ's workqueue and the queue's owners;
-// every field written after setup is atomic.
-unsafe impl Send for RingOwner {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for RingOwner {}
-
-impl RingOwner {
-    fn get(&self) -> &Ring {
-        // SAFETY: valid until `drop` (type invariant).
-        unsafe { self.0.as_ref() }
-    }
-}
-
-impl Drop for RingOwner {
-    fn drop(&mut self) {
-        // SAFETY: from `KBox::leak`, freed once (type invariant).
-        drop(unsafe { KBox::from_raw(self.0.as_ptr()) });
-    }
 }
 
 fn encode(slot: u32, seq: u64) -> [u8; MSG_LEN] {
@@ -494,201 +459,150 @@ fn decode(m: &[u8; MSG_LEN]) -> Option<u32> {
 }
 
 impl Ring {
-    fn alloc(queue: &Queue, qp: &Qp, pd: &Pd, buf: DmaBuf, host: bool) -> Result<RingOwner> {
+    fn new(queue: &Queue, pd: &Pd, buf: DmaBuf, host: bool) -> Result<Self> {
         let depth = queue.depth as usize;
-        let mut slots = KVec::with_capacity(2 * depth, GFP_KERNEL)?;
-        let ring = KBox::new(
-            Ring {
-                queue: core::ptr::from_ref(queue),
-                qp: qp.as_raw(),
-                lkey: pd.local_dma_lkey(),
-                depth,
-                host,
-                buf,
-                slots: KVec::new(),
-            },
-            GFP_KERNEL,
-        )?;
-        // INVARIANT: from `KBox::into_raw`; freed by the owner's `drop`
-        // (also on the error returns below).
-        let owner = RingOwner(NonNull::from(KBox::leak(ring)));
-        let ring = owner.0.as_ptr().cast_const();
-        for index in 0..2 * depth {
-            let done: unsafe extern "C" fn(*mut bindings::ib_cq, *mut bindings::ib_wc) =
-                if index < depth { send_done } else { recv_done };
+        let mut slots = KVec::with_capacity(depth, GFP_KERNEL)?;
+        for _ in 0..depth {
             slots.push(
                 Slot {
-                    cqe: Opaque::new(bindings::ib_cqe { done: Some(done) }),
-                    ring,
-                    index,
                     pending: Atomic::new(0),
                     seq: Atomic::new(0),
                 },
                 GFP_KERNEL,
             )?;
         }
-        // SAFETY: the ring is not shared yet; the slots' vector is not
-        // resized afterwards, so the `ib_cqe` addresses stay valid.
-        unsafe { (*owner.0.as_ptr()).slots = slots };
-        Ok(owner)
+        Ok(Ring {
+            traffic: queue.traffic.clone(),
+            lkey: pd.local_dma_lkey(),
+            depth,
+            host,
+            buf,
+            slots,
+        })
     }
 
-    fn queue(&self) -> &Queue {
-        // SAFETY: the queue outlives its ring (type invariant).
-        unsafe { &*self.queue }
+    fn offset(wr: usize) -> usize {
+        wr * MSG_LEN
     }
 
-    fn offset(slot: &Slot) -> usize {
-        slot.index * MSG_LEN
-    }
-
-    /// Posts the receive of `slot` unless the queue is stopped.
-    fn post_recv(&self, slot: &Slot) -> Result {
-        if self.queue().stopped() {
+    /// Posts the receive of slot `wr` unless the queue is stopped.
+    fn post_recv(&self, post: &Poster<'_, Self>, wr: usize) -> Result {
+        if self.traffic.stopped.load(Relaxed) {
             return Ok(());
         }
-        let sge = self.buf.sge(Self::offset(slot), MSG_LEN, self.lkey)?;
-        // SAFETY: the QP is alive (type invariant); the slot and the buffer
-        // live until the CQ is freed; the CPU reads the range only after the
-        // completion.
-        let res = unsafe { post_recv(self.qp, slot.cqe.get(), sge) };
+        let res = post.post_recv(wr, Self::offset(wr), MSG_LEN, self.lkey);
         if res.is_err() {
-            self.queue().errors.add(1, Relaxed);
+            self.traffic.errors.add(1, Relaxed);
         }
         res
     }
 
-    /// Copies `msg` into send `slot` and posts it unless stopped.
+    /// Copies `msg` into send slot `wr` and posts it unless stopped.
     ///
     /// # Safety
     ///
-    /// No send from `slot` is outstanding on the device.
-    unsafe fn post_msg(&self, slot: &Slot, msg: &[u8; MSG_LEN]) {
-        if self.queue().stopped() {
+    /// No send from slot `wr` is outstanding on the device.
+    unsafe fn post_msg(&self, post: &Poster<'_, Self>, wr: usize, msg: &[u8; MSG_LEN]) {
+        let slot = &self.slots[wr];
+        if self.traffic.stopped.load(Relaxed) {
             slot.pending.store(0, Relaxed);
             return;
         }
-        let off = Self::offset(slot);
-        // SAFETY: no send uses the range (caller).
+        let off = Self::offset(wr);
+        // SAFETY: no send uses the range (caller); the range is not written
+        // again until the send completed (the caller's contract for the
+        // next message).
         let res = unsafe { self.buf.write(off, msg) }
-            .and_then(|()| self.buf.sge(off, MSG_LEN, self.lkey))
-            // SAFETY: as in `post_recv`; the range is not written until the
-            // send completed (the caller's contract for the next message).
-            .and_then(|sge| unsafe { post_send(self.qp, slot.cqe.get(), sge) });
+            .and_then(|()| post.post_send(wr, off, MSG_LEN, self.lkey));
         if res.is_err() {
             slot.pending.store(0, Relaxed);
-            self.queue().errors.add(1, Relaxed);
+            self.traffic.errors.add(1, Relaxed);
         }
     }
 
-    fn post_all_recvs(&self) -> Result {
-        for slot in &self.slots[self.depth..] {
-            self.post_recv(slot)?;
+    fn post_all_recvs(&self, post: &Poster<'_, Self>) -> Result {
+        for wr in self.depth..2 * self.depth {
+            self.post_recv(post, wr)?;
         }
         Ok(())
     }
 
-    /// Host: the next message of send `slot`.
-    fn send_next(&self, slot: &Slot) {
+    /// Host: the next message of send slot `wr`.
+    fn send_next(&self, post: &Poster<'_, Self>, wr: usize) {
+        let slot = &self.slots[wr];
         slot.pending.store(2, Release);
         let seq = slot.seq.fetch_add(1, Relaxed) + 1;
         // SAFETY: `pending` reached zero (or the slot was never used): the
         // slot's send completed and its echo arrived.
-        unsafe { self.post_msg(slot, &encode(slot.index as u32, seq)) };
+        unsafe { self.post_msg(post, wr, &encode(wr as u32, seq)) };
     }
 
     /// Host: one message in flight on every send slot.
-    fn start_sends(&self) {
-        for slot in &self.slots[..self.depth] {
-            self.send_next(slot);
+    fn start_sends(&self, post: &Poster<'_, Self>) {
+        for wr in 0..self.depth {
+            self.send_next(post, wr);
         }
     }
 
-    fn completion_ok(&self, status: bindings::ib_wc_status) -> bool {
-        if status == bindings::ib_wc_status_IB_WC_SUCCESS {
-            return true;
+    fn completion_ok(&self, status: WcStatus) -> bool {
+        match status {
+            WcStatus::Success => true,
+            WcStatus::WrFlushErr => false,
+            WcStatus::Other(_) => {
+                self.traffic.errors.add(1, Relaxed);
+                false
+            }
         }
-        if status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
-            self.queue().errors.add(1, Relaxed);
-        }
-        false
     }
 
-    fn send_done(&self, slot: &Slot, status: bindings::ib_wc_status) {
-        if !self.completion_ok(status) {
+    fn send_done(&self, post: &Poster<'_, Self>, wr: usize, wc: &Completion<'_>) {
+        if !self.completion_ok(wc.status()) {
             return;
         }
-        self.queue().sends.add(1, Relaxed);
-        if self.host && slot.pending.fetch_sub(1, Full) == 1 {
-            self.send_next(slot);
+        self.traffic.sends.add(1, Relaxed);
+        if self.host && self.slots[wr].pending.fetch_sub(1, Full) == 1 {
+            self.send_next(post, wr);
         }
     }
 
-    fn recv_done(&self, slot: &Slot, status: bindings::ib_wc_status, len: u32) {
-        if !self.completion_ok(status) {
+    fn recv_done(&self, post: &Poster<'_, Self>, wr: usize, wc: &Completion<'_>) {
+        if !self.completion_ok(wc.status()) {
             return;
         }
-        let q = self.queue();
+        let t = &self.traffic;
         let mut msg = [0u8; MSG_LEN];
         // SAFETY: the receive completed; the slot is reposted only below.
-        let read = unsafe { self.buf.read(Self::offset(slot), &mut msg) };
+        let read = unsafe { self.buf.read(Self::offset(wr), &mut msg) };
         let sidx = decode(&msg).map(|s| s as usize).filter(|&s| s < self.depth);
-        let _ = self.post_recv(slot);
-        let (Ok(()), Some(sidx), true) = (read, sidx, len as usize == MSG_LEN) else {
-            q.errors.add(1, Relaxed);
+        let _ = self.post_recv(post, wr);
+        let (Ok(()), Some(sidx), true) = (read, sidx, wc.byte_len() as usize == MSG_LEN) else {
+            t.errors.add(1, Relaxed);
             return;
         };
-        q.recvs.add(1, Relaxed);
-        let send = &self.slots[sidx];
+        t.recvs.add(1, Relaxed);
         if self.host {
-            if send.pending.fetch_sub(1, Full) == 1 {
-                self.send_next(send);
+            if self.slots[sidx].pending.fetch_sub(1, Full) == 1 {
+                self.send_next(post, sidx);
             }
         } else {
             // SAFETY: the host sends the next message of slot `sidx` only
             // after it received our previous echo from this slot, so the
             // device has finished reading that send's buffer.
-            unsafe { self.post_msg(send, &msg) };
+            unsafe { self.post_msg(post, sidx, &msg) };
         }
     }
 }
 
-/// The slot and ring of a work completion.
-///
-/// # Safety
-///
-/// `wc` is a work completion of a WR posted by a [`Ring`] whose CQ is alive.
-unsafe fn slot_of<'a>(wc: *const bindings::ib_wc) -> (&'a Slot, &'a Ring, &'a bindings::ib_wc) {
-    // SAFETY: the CQ passes a valid completion (caller).
-    let wc = unsafe { &*wc };
-    // SAFETY: every WR a ring posts carries a slot's `ib_cqe` in `wr_cqe`.
-    let cqe = unsafe { wc.__bindgen_anon_1.wr_cqe }.cast::<Opaque<bindings::ib_cqe>>();
-    // SAFETY: `cqe` is the `cqe` field of a `Slot` in a live ring (the ring is
-    // freed only after its CQ).
-    let slot = unsafe { &*container_of!(cqe, Slot, cqe) };
-    // SAFETY: as above.
-    let ring = unsafe { &*slot.ring };
-    (slot, ring, wc)
-}
+impl CompletionHandler for Ring {
+    fn dma_buf(&self) -> &DmaBuf {
+        &self.buf
+    }
 
-/// `ib_cqe.done` of send slots.
-///
-/// # Safety
-///
-/// Called by the CQ's poller with a completion of one of our sends.
-unsafe extern "C" fn send_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: a completion of a ring's WR, while its CQ is alive.
-    let (slot, ring, wc) = unsafe { slot_of(wc) };
-    ring.send_done(slot, wc.status);
-}
-
-/// `ib_cqe.done` of receive slots.
-///
-/// # Safety
-///
-/// Called by the CQ's poller with a completion of one of our receives.
-unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: a completion of a ring's WR, while its CQ is alive.
-    let (slot, ring, wc) = unsafe { slot_of(wc) };
-    ring.recv_done(slot, wc.status, wc.byte_len);
+    fn done(&self, wr: usize, wc: &Completion<'_>, post: &Poster<'_, Self>) {
+        if wr < self.depth {
+            self.send_done(post, wr, wc);
+        } else {
+            self.recv_done(post, wr, wc);
+        }
+    }
 }
