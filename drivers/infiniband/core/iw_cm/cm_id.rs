@@ -285,8 +285,9 @@ impl Inner {
 /// `raw.device` is an iWARP device (the one in `dev`); `raw.event_handler`,
 /// `raw.add_ref` and `raw.rem_ref` are this module's functions.  Every
 /// `*mut iw_cm_id` handed out points into a `CmId` owned by an `Arc`.
-/// `table_id` is allocated in the table for this cm_id, which is published
-/// there from its allocation until its destructor erases it.
+/// `table_id` is reserved in the table for this cm_id from its allocation
+/// until its destructor erases it; the cm_id is published at it (seen by
+/// table readers) from `table::Unlisted::publish` on, and nothing else is.
 #[pin_data(PinnedDrop)]
 pub(crate) struct CmId {
     #[pin]
@@ -358,7 +359,9 @@ impl CmId {
             return Err(EINVAL);
         }
         let info = DevInfo::read(&dev);
+        // Nothing else to set up: in the table at once.
         Self::alloc(dev, info, cm_handler, context, AllocContext::Process)
+            .map(table::Unlisted::publish)
     }
 
     /// Allocates the child cm_id of a CONNECT_REQUEST in the provider's
@@ -372,12 +375,13 @@ impl CmId {
     /// allocated is refused in the upcall (-ENOMEM, the provider drops the
     /// connection), never left with the provider for good.  `ENOMEM` (also
     /// from the `fail_iw_cm` fault point).  The device is the listener's
-    /// (`listener`), not read again.
+    /// (`listener`), not read again.  It is not in the table until its
+    /// request is delivered and its fields written (`connect_request`).
     fn new_child(
         listener: &CmId,
         cm_handler: CmHandler,
         context: *mut c_void,
-    ) -> Result<Arc<CmId>> {
+    ) -> Result<table::Unlisted> {
         Self::alloc(
             listener.dev,
             listener.dev_info,
@@ -387,15 +391,16 @@ impl CmId {
         )
     }
 
-    /// Allocates a cm_id in state Idle as `ctx` allows and enters it in the
-    /// table.  Any context with [`AllocContext::Upcall`].
+    /// Allocates a cm_id in state Idle as `ctx` allows, with a number
+    /// reserved in the table but not published there (the caller publishes
+    /// it once it is set up).  Any context with [`AllocContext::Upcall`].
     fn alloc(
         dev: IwDevice,
         dev_info: DevInfo,
         cm_handler: CmHandler,
         context: *mut c_void,
         ctx: AllocContext,
-    ) -> Result<Arc<CmId>> {
+    ) -> Result<table::Unlisted> {
         crate::c_helpers::fault_point(core::mem::size_of::<CmId>())?;
         let module = ModulePin::get()?;
         let raw = SharedCmId::new(
@@ -435,14 +440,13 @@ impl CmId {
             }),
             ctx.flags(),
         )?;
-        // Readers of the table see it from now on; its destructor removes it.
-        slot.publish(&id);
         // The destructor counts it down.
         LIVE.add(1, Relaxed);
         if trace::iw_cm_id_create_enabled() {
             trace::iw_cm_id_create(table_id.into(), id.dev_info.name.as_char_ptr());
         }
-        Ok(id)
+        // Its destructor releases the number from now on.
+        Ok(slot.hand_over(id))
     }
 
     /// The C-visible `struct iw_cm_id`.
@@ -853,21 +857,26 @@ impl CmId {
     /// `provider_data`), which never reaches the ULP.  Nothing is
     /// allocated.  Process context, may sleep.
     fn reject_undelivered_request(&self, ev: &mut Event) {
-        let Some(req) = ev.child.take() else {
+        let Some(unlisted) = ev.child.take() else {
             // Every queued CONNECT_REQUEST carries one (upcall.rs).
             kernel::warn_on!(true);
             return;
         };
-        // SAFETY: `req` is not yet visible to the ULP or the provider (as
-        // for the next call).  Not the ULP's: no handler call may reach it.
+        // Never published in the table: a child no ULP sees is not listed.
+        let req = unlisted.cm_id();
+        // SAFETY: `req` is not in the table (`table::Unlisted`) and not yet
+        // visible to the ULP or the provider, so no one else can reach it
+        // (as for the next call).  Not the ULP's: no handler call may
+        // reach it.
         unsafe { req.raw.clear_handler() };
         // SAFETY: see above.
         unsafe { req.raw.set_provider_data(ev.raw.provider_data()) };
         req.inner.lock().state = State::ConnRecv;
         let _ = req.reject(&[]);
         req.destroy();
-        // The last reference goes with `req` (or with the provider's, if
-        // its reject took one).
+        // The last reference goes with `unlisted` (or with the provider's,
+        // if its reject took one).
+        drop(unlisted);
     }
 }
 

@@ -468,7 +468,10 @@ size_t iwcm_kunit_table_read(struct iwcm_table_read *r, long long *pos, u32 *ids
 			     size_t cap, size_t *count);
 size_t iwcm_kunit_running_ids(u32 *ids, size_t cap);
 ssize_t iwcm_kunit_event_slots(u32 id);
+size_t iwcm_kunit_queued_children_slots(struct iw_cm_id *cm_id, size_t *slots,
+					size_t cap);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_event_slots);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_queued_children_slots);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_read);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_running_ids);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_line);

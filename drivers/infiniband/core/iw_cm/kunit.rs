@@ -1164,18 +1164,15 @@ mod tests {
         assert!(wait_until(|| BLOCKED.load(SeqCst)));
         // The second request waits behind the first one's handler.
         assert_eq!(upcall(l, EV_REQ, 0), 0);
-        let Some((_, listed)) = read_table(64)? else {
-            panic!("table read out of order");
-        };
-        // The newest cm_id is the queued request's child.
-        let queued = listed.last().copied().unwrap_or(0);
-        assert_eq!(iface::event_slots(queued), Some(0));
+        let mut slots = [usize::MAX; 2];
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { iface::queued_children_slots(l, &mut slots) }, 1);
+        assert_eq!(slots[0], 0);
         RELEASE.store(true, SeqCst);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
         let child = CHILD.load(SeqCst);
-        assert_eq!(table_number(child), queued);
         // Its slots came with the delivery: its events are queued.
-        assert_eq!(iface::event_slots(queued), Some(3));
+        assert_eq!(iface::event_slots(table_number(child)), Some(3));
         assert_eq!(accept(child), 0);
         assert_eq!(upcall(child, EV_EST, 0), 0);
         assert_eq!(upcall(child, EV_DISC, 0), 0);
@@ -1190,6 +1187,57 @@ mod tests {
             bindings::iw_destroy_cm_id(l);
         }
         assert_eq!(REJECTS.load(SeqCst), 1);
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    /// A CONNECT_REQUEST's child enters the table only when its request
+    /// is delivered, once its addresses and state are written: a table
+    /// reader never sees a child being set up (the writes assume no one
+    /// else can reach it), and a queued request's child is neither listed
+    /// nor counted.  (It was published in the upcall, when allocated: a
+    /// queued child was listed, Idle, without addresses.)
+    #[test]
+    fn a_request_child_enters_the_table_when_delivered() -> Result {
+        reset();
+        let base = iface::live();
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 45)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+        MODE.store(MODE_BLOCK_FIRST_REQ, SeqCst);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert!(wait_until(|| BLOCKED.load(SeqCst)));
+        // The second request's child exists (the live count has it) but
+        // waits, unlisted, behind the first one's handler.
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert_eq!(iface::live(), base + 3);
+        let first = CHILDREN[0].load(SeqCst);
+        let Some((count, listed)) = read_table(64)? else {
+            panic!("table read out of order");
+        };
+        assert_eq!((count, listed.len()), (base + 2, base + 2));
+        assert!(listed.contains(&table_number(l)));
+        assert!(listed.contains(&table_number(first)));
+        // The child being delivered is listed set up: passive, ConnRecv.
+        let (mut buf, mut f) = ([0u8; 512], [""; 16]);
+        assert_eq!(table_fields(first, &mut buf, &mut f), 14);
+        assert_eq!((f[1], f[2]), ("passive", "ConnRecv"));
+        RELEASE.store(true, SeqCst);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        let second = CHILD.load(SeqCst);
+        let Some((count, listed)) = read_table(64)? else {
+            panic!("table read out of order");
+        };
+        assert_eq!((count, listed.len()), (base + 3, base + 3));
+        assert!(listed.contains(&table_number(second)));
+        // SAFETY: the test owns the three ids; both children are rejected.
+        unsafe {
+            bindings::iw_destroy_cm_id(first);
+            bindings::iw_destroy_cm_id(second);
+            bindings::iw_destroy_cm_id(l);
+        }
+        assert_eq!(REJECTS.load(SeqCst), 2);
         assert!(wait_live(base));
         Ok(())
     }
