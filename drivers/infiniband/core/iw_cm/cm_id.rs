@@ -62,7 +62,7 @@ use crate::rdma::shared_cm_id::{Callbacks, RawCmId, SharedCmId};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use event::{Checked, Event, EventRing};
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::{
@@ -315,6 +315,11 @@ pub(crate) struct CmId {
     /// The cm_id's number: its index in the table, in the reports and the
     /// tracepoints.
     table_id: u32,
+    /// Its creation sequence number, given when it is published in the
+    /// table (`u64::MAX` before): a table read lists the cm_ids published
+    /// before its count line (`table_window.rs`).  Written and read only
+    /// under the table's lock.
+    table_seq: AtomicU64,
     /// This module's reference for the cm_id's lifetime.  Last field: it
     /// is dropped after everything else of the cm_id (see [`crate::c_helpers::ModulePin`]).
     _module: ModulePin,
@@ -436,6 +441,7 @@ impl CmId {
                 work <- new_work!("CmId::work"),
                 provider_refs: AtomicUsize::new(0),
                 table_id,
+                table_seq: AtomicU64::new(u64::MAX),
                 _module: module,
             }),
             ctx.flags(),

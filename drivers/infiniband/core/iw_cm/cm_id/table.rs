@@ -104,7 +104,11 @@ impl Unlisted {
     /// on, until its destructor calls [`unregister`].  Any context.
     pub(super) fn publish(self) -> Arc<CmId> {
         // The number is reserved with nothing at it (type invariant).
-        c_helpers::ids_publish(self.0.table_id, core::ptr::from_ref::<CmId>(&self.0).cast());
+        c_helpers::ids_publish(
+            self.0.table_id,
+            core::ptr::from_ref::<CmId>(&self.0).cast(),
+            &self.0.table_seq,
+        );
         self.0
     }
 }
@@ -339,26 +343,28 @@ pub(crate) enum Line {
     Row(Row),
 }
 
-/// The count line of a read: the number of cm_ids in the table, and where
-/// the allocator stands (the read lists no cm_id allocated after it, so
-/// it never has more rows than its count).  One critical section.
-fn head() -> (usize, u32) {
+/// The count line of a read: the number of cm_ids in the table, and the
+/// next creation sequence number (the read lists no cm_id published after
+/// it, so it never has more rows than its count).  One critical section.
+fn head() -> (usize, u64) {
     let t = Locked::new();
     t.0.state()
 }
 
 /// The row of the cm_id with the lowest number at or after `from` that
-/// the read whose count line found the allocator at `end` lists (cm_ids
-/// allocated since are skipped), and that number.  Each step holds the
-/// table's lock (interrupts off) for one lookup and one cm_id's copy;
-/// there are at most two.  Any context.
-pub(crate) fn row_from(from: u32, end: u32) -> Option<Row> {
+/// the read whose count line found the next sequence number at `end`
+/// lists (cm_ids published since are skipped), and that number.  Each
+/// step holds the table's lock (interrupts off) for one lookup and one
+/// cm_id's copy or skip; a read skips each cm_id published since its
+/// count line once.  Any context.
+pub(crate) fn row_from(from: u32, end: u64) -> Option<Row> {
     let mut from = from;
     loop {
         let t = Locked::new();
         let id = t.first_from(from, false)?;
-        let (_, next) = t.0.state();
-        match table_window::resume_at(id.table_id, end, next) {
+        // Written under the table's lock, before it was published.
+        let seq = id.table_seq.load(Ordering::Relaxed);
+        match table_window::resume_at(id.table_id, seq, end) {
             Resume::List => return Some(id.row()),
             Resume::SkipTo(n) => from = n,
             Resume::Done => return None,
@@ -374,18 +380,18 @@ fn pos_after(id: u32) -> i64 {
 
 /// Fills `line` with the line at position `pos` (or the first after it)
 /// and moves `pos` to it; false at the end of the table, with `pos` past
-/// it.  `r` keeps the read's allocator position from its count line.
+/// it.  `r` keeps the next sequence number at the read's count line.
 fn fill(r: &mut bindings::iwcm_table_read, line: &mut Line, pos: &mut i64) -> bool {
     if *pos <= 0 {
         let (count, end) = head();
-        r.end = end;
+        r.end_seq = end;
         *pos = 0;
         *line = Line::Head(count);
         return true;
     }
     let found = u32::try_from(*pos)
         .ok()
-        .and_then(|from| row_from(from, r.end));
+        .and_then(|from| row_from(from, r.end_seq));
     match found {
         Some(row) => {
             *pos = i64::from(row.id);
