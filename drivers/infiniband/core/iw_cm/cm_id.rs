@@ -90,10 +90,10 @@ const ACTIVE_EVENT_SLOTS: usize = 4;
 /// Event slots of a passive cm_id: ESTABLISHED, DISCONNECT, CLOSE.
 const PASSIVE_EVENT_SLOTS: usize = 3;
 
-/// The largest backlog `iw_cm_listen` accepts (`-EINVAL` above it; the
-/// largest `net/iw_cm/default_backlog` too): a listener reserves one event
-/// slot per backlog entry, about 21 MB at this cap.  See
-/// Documentation/iw_cm.rst, "Other differences".
+/// The largest backlog a listener gets: `iw_cm_listen` clamps a larger one
+/// (from the ULP or `net/iw_cm/default_backlog`) to it.  A listener
+/// reserves one event slot per backlog entry, about 21 MB at this cap.
+/// See Documentation/iw_cm.rst, "Other differences".
 pub(crate) const MAX_BACKLOG: u32 = crate::bindings::IWCM_MAX_BACKLOG;
 
 /// How the provider's upcall allocates for a CONNECT_REQUEST (its child
@@ -550,16 +550,16 @@ impl CmId {
 
     // ---- ULP calls --------------------------------------------------------
 
-    /// `iw_cm_listen`.  `EINVAL` for a negative backlog or one above
-    /// [`MAX_BACKLOG`]; 0 means `net/iw_cm/default_backlog`.
+    /// `iw_cm_listen`.  `EINVAL` for a negative backlog; 0 means
+    /// `net/iw_cm/default_backlog`; a backlog above [`MAX_BACKLOG`] is
+    /// clamped to it (rdma_ucm passes its `max_backlog`, which may be
+    /// larger, for a user's `rdma_listen(id, 0)`; iwcm.c takes any).
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         let backlog = match backlog {
             0 => crate::c_helpers::default_backlog(),
             b => u32::try_from(b).map_err(|_| EINVAL)?,
-        };
-        if backlog > MAX_BACKLOG {
-            return Err(EINVAL);
         }
+        .min(MAX_BACKLOG);
         let backlog_i32 = i32::try_from(backlog).map_err(|_| EINVAL)?;
         self.reserve_events(backlog as usize, GFP_KERNEL)?;
         let actions = {

@@ -16,9 +16,10 @@ struct seq_file;
 struct workqueue_struct;
 
 /*
- * The largest backlog iw_cm_listen() accepts (-EINVAL above it), and the
- * largest net/iw_cm/default_backlog: one event slot per backlog entry is
- * reserved at listen (Documentation/iw_cm.rst, "Other differences").
+ * The largest backlog a listener gets: iw_cm_listen() clamps a larger one
+ * (the ULP's or net/iw_cm/default_backlog's) to it.  One event slot per
+ * backlog entry is reserved at listen (Documentation/iw_cm.rst, "Other
+ * differences").
  */
 #define IWCM_MAX_BACKLOG 65536
 

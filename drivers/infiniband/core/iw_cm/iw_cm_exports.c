@@ -41,7 +41,6 @@ EXPORT_SYMBOL(iw_cm_init_qp_attr);
 MODULE_ALIAS_RDMA_NETLINK(RDMA_NL_IWCM, 2);
 
 static unsigned int default_backlog = 256;
-static int iwcm_max_backlog = IWCM_MAX_BACKLOG;
 
 static struct ctl_table_header *iwcm_ctl_table_hdr;
 static struct ctl_table iwcm_ctl_table[] = {
@@ -51,8 +50,9 @@ static struct ctl_table iwcm_ctl_table[] = {
 		.maxlen		= sizeof(default_backlog),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
+		/* Any positive value: iw_cm_listen() clamps it. */
 		.extra1		= SYSCTL_ONE,
-		.extra2		= &iwcm_max_backlog,
+		.extra2		= SYSCTL_INT_MAX,
 	},
 };
 

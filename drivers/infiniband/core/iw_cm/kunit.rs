@@ -46,6 +46,8 @@ mod tests {
     static ACCEPTS: AtomicU32 = AtomicU32::new(0);
     static REJECTS: AtomicU32 = AtomicU32::new(0);
     static LISTENS: AtomicU32 = AtomicU32::new(0);
+    /// The backlog of the last `create_listen`.
+    static LISTEN_BACKLOG: AtomicI32 = AtomicI32::new(0);
     static UNLISTENS: AtomicU32 = AtomicU32::new(0);
     static FAKE_QP: AtomicPtr<bindings::ib_qp> = AtomicPtr::new(ptr::null_mut());
 
@@ -105,6 +107,7 @@ mod tests {
             a.store(0, SeqCst);
         }
         QP_REFS.store(0, SeqCst);
+        LISTEN_BACKLOG.store(0, SeqCst);
         NEVENTS.store(0, SeqCst);
         MODE.store(0, SeqCst);
         BLOCKED.store(false, SeqCst);
@@ -248,7 +251,8 @@ mod tests {
     /// # Safety
     ///
     /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
-    unsafe extern "C" fn fake_create_listen(_id: *mut bindings::iw_cm_id, _b: i32) -> i32 {
+    unsafe extern "C" fn fake_create_listen(_id: *mut bindings::iw_cm_id, b: i32) -> i32 {
+        LISTEN_BACKLOG.store(b, SeqCst);
         LISTENS.fetch_add(1, SeqCst);
         0
     }
@@ -1121,26 +1125,35 @@ mod tests {
         Ok(())
     }
 
-    /// A backlog above the cap (65536) is refused with -EINVAL before
-    /// anything is allocated or the provider is called.  (It was taken:
-    /// up to INT_MAX, whose event ring is beyond what kvmalloc allows, so
-    /// the allocator WARNed, and below that any size was reserved.)
+    /// A backlog above the cap (65536) is clamped to it: the listener
+    /// listens, with a ring of 65536 slots, and the provider is asked for
+    /// 65536, as rdma_ucm's users expect (it passes its `max_backlog`,
+    /// which root may raise above the cap, for `rdma_listen(id, 0)`, and
+    /// iwcm.c takes any backlog).  A negative one is still refused.  (It
+    /// was refused with -EINVAL before anything was allocated.)
     #[test]
-    fn backlog_above_the_cap_is_refused() -> Result {
+    fn backlog_above_the_cap_is_clamped() -> Result {
         reset();
         let base = iface::live();
         let mut dev = FakeDev::new()?;
-        let l = create(&mut dev, 43)?;
-        for backlog in [65537, i32::MAX, -1] {
+        for (i, backlog) in [65537, i32::MAX].into_iter().enumerate() {
+            let l = create(&mut dev, 43)?;
             // SAFETY: `l` is live and owned by the test.
-            let r = unsafe { bindings::iw_cm_listen(l, backlog) };
-            assert_eq!(r, EINVAL.to_errno());
+            assert_eq!(unsafe { bindings::iw_cm_listen(l, backlog) }, 0);
+            assert_eq!(LISTENS.load(SeqCst), i as u32 + 1);
+            assert_eq!(LISTEN_BACKLOG.load(SeqCst), 65536);
+            assert_eq!(iface::event_slots(table_number(l)), Some(65536));
+            // SAFETY: the test owns `l`.
+            unsafe { bindings::iw_destroy_cm_id(l) };
         }
-        assert_eq!(LISTENS.load(SeqCst), 0);
-        // Still idle: a backlog within the cap listens.
+        let l = create(&mut dev, 43)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, -1) }, EINVAL.to_errno());
+        assert_eq!(LISTENS.load(SeqCst), 2);
+        // Still idle: a backlog within the cap listens, as asked.
         // SAFETY: as above.
         assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
-        assert_eq!(LISTENS.load(SeqCst), 1);
+        assert_eq!(LISTEN_BACKLOG.load(SeqCst), 2);
         // SAFETY: the test owns `l`.
         unsafe { bindings::iw_destroy_cm_id(l) };
         assert!(wait_live(base));
