@@ -142,17 +142,21 @@ impl SharedCmId {
         }
     }
 
-    /// Sets `local_addr` and `remote_addr`.
+    /// Sets `local_addr` and `remote_addr`, with volatile writes: the
+    /// table's [`SharedCmId::snapshot_addrs`] may read them meanwhile.
     ///
     /// # Safety
     ///
-    /// The caller is the only party that may access them now.
+    /// The caller is the only party that may access them now, but for
+    /// [`SharedCmId::snapshot_addrs`] (a cm_id in the table).
     pub(crate) unsafe fn set_addrs(&self, local: SockAddr, remote: SockAddr) {
         let p = self.as_ptr();
-        // SAFETY: valid (type invariant); exclusive (caller).
+        // SAFETY: valid (type invariant); no other writer and no other
+        // reader but `snapshot_addrs`, whose volatile reads of plain data
+        // these volatile writes pair with (caller).
         unsafe {
-            (*p).local_addr = local;
-            (*p).remote_addr = remote;
+            core::ptr::write_volatile(&raw mut (*p).local_addr, local);
+            core::ptr::write_volatile(&raw mut (*p).remote_addr, remote);
         }
     }
 
@@ -167,17 +171,21 @@ impl SharedCmId {
         unsafe { ((*p).m_local_addr, (*p).m_remote_addr) }
     }
 
-    /// Sets `m_local_addr` and `m_remote_addr`.
+    /// Sets `m_local_addr` and `m_remote_addr`, with volatile writes: the
+    /// table's [`SharedCmId::snapshot_addrs`] may read them meanwhile.
     ///
     /// # Safety
     ///
-    /// The caller is the only party that may access them now.
+    /// The caller is the only party that may access them now, but for
+    /// [`SharedCmId::snapshot_addrs`] (a cm_id in the table).
     pub(crate) unsafe fn set_mapped_addrs(&self, local: SockAddr, remote: SockAddr) {
         let p = self.as_ptr();
-        // SAFETY: valid (type invariant); exclusive (caller).
+        // SAFETY: valid (type invariant); no other writer and no other
+        // reader but `snapshot_addrs`, whose volatile reads of plain data
+        // these volatile writes pair with (caller).
         unsafe {
-            (*p).m_local_addr = local;
-            (*p).m_remote_addr = remote;
+            core::ptr::write_volatile(&raw mut (*p).m_local_addr, local);
+            core::ptr::write_volatile(&raw mut (*p).m_remote_addr, remote);
         }
     }
 
@@ -206,7 +214,8 @@ impl SharedCmId {
     ///
     /// # Safety
     ///
-    /// The cm_id is not yet visible to the ULP or the provider.
+    /// The cm_id is not yet visible to the ULP, the provider or the
+    /// table's readers: no one else can access it.
     pub(crate) unsafe fn set_provider_data(&self, data: *mut c_void) {
         // SAFETY: valid (type invariant); exclusive (caller).
         unsafe { (*self.as_ptr()).provider_data = data };
@@ -217,7 +226,9 @@ impl SharedCmId {
     ///
     /// # Safety
     ///
-    /// The cm_id is not yet visible to the ULP or the provider.
+    /// The cm_id is not yet visible to the ULP, the provider or the
+    /// table's readers (which read `cm_handler`): no one else can access
+    /// it.
     pub(crate) unsafe fn clear_handler(&self) {
         let p = self.as_ptr();
         // SAFETY: valid (type invariant); exclusive (caller).

@@ -11,6 +11,7 @@
 
 use crate::bindings;
 use core::ffi::c_void;
+use core::sync::atomic::AtomicU64;
 use kernel::prelude::*;
 
 /// A reference on this module (`try_module_get(THIS_MODULE)`), held by
@@ -201,10 +202,13 @@ pub(crate) fn ids_reserve(may_sleep: bool) -> Result<u32> {
 }
 
 /// Stores `entry` at the reserved number `id` of the table (no allocation:
-/// the slot exists).  Any context.
-pub(crate) fn ids_publish(id: u32, entry: *const c_void) {
-    // SAFETY: the pointer is only stored, never dereferenced by the helper.
-    unsafe { bindings::iwcm_c_ids_publish(id, entry) };
+/// the slot exists), after writing the next creation sequence number to
+/// `seq`, under the table's lock.  Any context.
+pub(crate) fn ids_publish(id: u32, entry: *const c_void, seq: &AtomicU64) {
+    // SAFETY: `entry` is only stored, never dereferenced by the helper;
+    // `seq` points to a live `u64` (an `AtomicU64` has its layout), written
+    // under the table's lock, under which its readers read it.
+    unsafe { bindings::iwcm_c_ids_publish(id, entry, seq.as_ptr()) };
 }
 
 /// Erases number `id` of the table (published or only reserved) and frees
@@ -254,10 +258,9 @@ impl IdsLock {
         (!p.is_null()).then_some(p)
     }
 
-    /// The numbers allocated, and the allocator's next number to try (0
-    /// after it handed out the last one: 1 comes next).
-    pub(crate) fn state(&self) -> (usize, u32) {
-        let (mut count, mut next) = (0usize, 0u32);
+    /// The cm_ids published, and the next creation sequence number.
+    pub(crate) fn state(&self) -> (usize, u64) {
+        let (mut count, mut next) = (0usize, 0u64);
         // SAFETY: the lock is held (type invariant); both are writable.
         unsafe { bindings::iwcm_c_ids_state(&mut count, &mut next) };
         (count, next)

@@ -62,7 +62,7 @@ use crate::rdma::shared_cm_id::{Callbacks, RawCmId, SharedCmId};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use event::{Checked, Event, EventRing};
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::{
@@ -90,10 +90,10 @@ const ACTIVE_EVENT_SLOTS: usize = 4;
 /// Event slots of a passive cm_id: ESTABLISHED, DISCONNECT, CLOSE.
 const PASSIVE_EVENT_SLOTS: usize = 3;
 
-/// The largest backlog `iw_cm_listen` accepts (`-EINVAL` above it; the
-/// largest `net/iw_cm/default_backlog` too): a listener reserves one event
-/// slot per backlog entry, about 21 MB at this cap.  See
-/// Documentation/iw_cm.rst, "Other differences".
+/// The largest backlog a listener gets: `iw_cm_listen` clamps a larger one
+/// (from the ULP or `net/iw_cm/default_backlog`) to it.  A listener
+/// reserves one event slot per backlog entry, about 21 MB at this cap.
+/// See Documentation/iw_cm.rst, "Other differences".
 pub(crate) const MAX_BACKLOG: u32 = crate::bindings::IWCM_MAX_BACKLOG;
 
 /// How the provider's upcall allocates for a CONNECT_REQUEST (its child
@@ -285,8 +285,9 @@ impl Inner {
 /// `raw.device` is an iWARP device (the one in `dev`); `raw.event_handler`,
 /// `raw.add_ref` and `raw.rem_ref` are this module's functions.  Every
 /// `*mut iw_cm_id` handed out points into a `CmId` owned by an `Arc`.
-/// `table_id` is allocated in the table for this cm_id, which is published
-/// there from its allocation until its destructor erases it.
+/// `table_id` is reserved in the table for this cm_id from its allocation
+/// until its destructor erases it; the cm_id is published at it (seen by
+/// table readers) from `table::Unlisted::publish` on, and nothing else is.
 #[pin_data(PinnedDrop)]
 pub(crate) struct CmId {
     #[pin]
@@ -314,6 +315,11 @@ pub(crate) struct CmId {
     /// The cm_id's number: its index in the table, in the reports and the
     /// tracepoints.
     table_id: u32,
+    /// Its creation sequence number, given when it is published in the
+    /// table (`u64::MAX` before): a table read lists the cm_ids published
+    /// before its count line (`table_window.rs`).  Written and read only
+    /// under the table's lock.
+    table_seq: AtomicU64,
     /// This module's reference for the cm_id's lifetime.  Last field: it
     /// is dropped after everything else of the cm_id (see [`crate::c_helpers::ModulePin`]).
     _module: ModulePin,
@@ -358,7 +364,9 @@ impl CmId {
             return Err(EINVAL);
         }
         let info = DevInfo::read(&dev);
+        // Nothing else to set up: in the table at once.
         Self::alloc(dev, info, cm_handler, context, AllocContext::Process)
+            .map(table::Unlisted::publish)
     }
 
     /// Allocates the child cm_id of a CONNECT_REQUEST in the provider's
@@ -372,12 +380,13 @@ impl CmId {
     /// allocated is refused in the upcall (-ENOMEM, the provider drops the
     /// connection), never left with the provider for good.  `ENOMEM` (also
     /// from the `fail_iw_cm` fault point).  The device is the listener's
-    /// (`listener`), not read again.
+    /// (`listener`), not read again.  It is not in the table until its
+    /// request is delivered and its fields written (`connect_request`).
     fn new_child(
         listener: &CmId,
         cm_handler: CmHandler,
         context: *mut c_void,
-    ) -> Result<Arc<CmId>> {
+    ) -> Result<table::Unlisted> {
         Self::alloc(
             listener.dev,
             listener.dev_info,
@@ -387,15 +396,16 @@ impl CmId {
         )
     }
 
-    /// Allocates a cm_id in state Idle as `ctx` allows and enters it in the
-    /// table.  Any context with [`AllocContext::Upcall`].
+    /// Allocates a cm_id in state Idle as `ctx` allows, with a number
+    /// reserved in the table but not published there (the caller publishes
+    /// it once it is set up).  Any context with [`AllocContext::Upcall`].
     fn alloc(
         dev: IwDevice,
         dev_info: DevInfo,
         cm_handler: CmHandler,
         context: *mut c_void,
         ctx: AllocContext,
-    ) -> Result<Arc<CmId>> {
+    ) -> Result<table::Unlisted> {
         crate::c_helpers::fault_point(core::mem::size_of::<CmId>())?;
         let module = ModulePin::get()?;
         let raw = SharedCmId::new(
@@ -431,18 +441,18 @@ impl CmId {
                 work <- new_work!("CmId::work"),
                 provider_refs: AtomicUsize::new(0),
                 table_id,
+                table_seq: AtomicU64::new(u64::MAX),
                 _module: module,
             }),
             ctx.flags(),
         )?;
-        // Readers of the table see it from now on; its destructor removes it.
-        slot.publish(&id);
         // The destructor counts it down.
         LIVE.add(1, Relaxed);
         if trace::iw_cm_id_create_enabled() {
             trace::iw_cm_id_create(table_id.into(), id.dev_info.name.as_char_ptr());
         }
-        Ok(id)
+        // Its destructor releases the number from now on.
+        Ok(slot.hand_over(id))
     }
 
     /// The C-visible `struct iw_cm_id`.
@@ -540,16 +550,16 @@ impl CmId {
 
     // ---- ULP calls --------------------------------------------------------
 
-    /// `iw_cm_listen`.  `EINVAL` for a negative backlog or one above
-    /// [`MAX_BACKLOG`]; 0 means `net/iw_cm/default_backlog`.
+    /// `iw_cm_listen`.  `EINVAL` for a negative backlog; 0 means
+    /// `net/iw_cm/default_backlog`; a backlog above [`MAX_BACKLOG`] is
+    /// clamped to it (rdma_ucm passes its `max_backlog`, which may be
+    /// larger, for a user's `rdma_listen(id, 0)`; iwcm.c takes any).
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         let backlog = match backlog {
             0 => crate::c_helpers::default_backlog(),
             b => u32::try_from(b).map_err(|_| EINVAL)?,
-        };
-        if backlog > MAX_BACKLOG {
-            return Err(EINVAL);
         }
+        .min(MAX_BACKLOG);
         let backlog_i32 = i32::try_from(backlog).map_err(|_| EINVAL)?;
         self.reserve_events(backlog as usize, GFP_KERNEL)?;
         let actions = {
@@ -853,21 +863,26 @@ impl CmId {
     /// `provider_data`), which never reaches the ULP.  Nothing is
     /// allocated.  Process context, may sleep.
     fn reject_undelivered_request(&self, ev: &mut Event) {
-        let Some(req) = ev.child.take() else {
+        let Some(unlisted) = ev.child.take() else {
             // Every queued CONNECT_REQUEST carries one (upcall.rs).
             kernel::warn_on!(true);
             return;
         };
-        // SAFETY: `req` is not yet visible to the ULP or the provider (as
-        // for the next call).  Not the ULP's: no handler call may reach it.
+        // Never published in the table: a child no ULP sees is not listed.
+        let req = unlisted.cm_id();
+        // SAFETY: `req` is not in the table (`table::Unlisted`) and not yet
+        // visible to the ULP or the provider, so no one else can reach it
+        // (as for the next call).  Not the ULP's: no handler call may
+        // reach it.
         unsafe { req.raw.clear_handler() };
         // SAFETY: see above.
         unsafe { req.raw.set_provider_data(ev.raw.provider_data()) };
         req.inner.lock().state = State::ConnRecv;
         let _ = req.reject(&[]);
         req.destroy();
-        // The last reference goes with `req` (or with the provider's, if
-        // its reject took one).
+        // The last reference goes with `unlisted` (or with the provider's,
+        // if its reject took one).
+        drop(unlisted);
     }
 }
 

@@ -16,9 +16,10 @@ struct seq_file;
 struct workqueue_struct;
 
 /*
- * The largest backlog iw_cm_listen() accepts (-EINVAL above it), and the
- * largest net/iw_cm/default_backlog: one event slot per backlog entry is
- * reserved at listen (Documentation/iw_cm.rst, "Other differences").
+ * The largest backlog a listener gets: iw_cm_listen() clamps a larger one
+ * (the ULP's or net/iw_cm/default_backlog's) to it.  One event slot per
+ * backlog entry is reserved at listen (Documentation/iw_cm.rst, "Other
+ * differences").
  */
 #define IWCM_MAX_BACKLOG 65536
 
@@ -60,12 +61,13 @@ int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a);
 /*
  * The table of live cm_ids (an allocating XArray, cm_id/table.rs): reserve
  * a number (GFP_KERNEL with MAY_SLEEP, in process context; else
- * GFP_NOWAIT | __GFP_NOWARN, anywhere), publish a cm_id at it, erase it (a
- * reservation too); mark a cm_id whose delivery is in a ULP handler.  Any
- * context but a reservation that may sleep.
+ * GFP_NOWAIT | __GFP_NOWARN, anywhere), publish a cm_id at it (its
+ * creation sequence number written to *SEQ under the lock first), erase
+ * it (a reservation too); mark a cm_id whose delivery is in a ULP
+ * handler.  Any context but a reservation that may sleep.
  */
 int iwcm_c_ids_reserve(u32 *id, bool may_sleep);
-void iwcm_c_ids_publish(u32 id, const void *entry);
+void iwcm_c_ids_publish(u32 id, const void *entry, u64 *seq);
 void iwcm_c_ids_erase(u32 id);
 void iwcm_c_ids_set_running(u32 id, bool running);
 /* The table's lock, interrupts saved: take, release. */
@@ -76,8 +78,8 @@ void iwcm_c_ids_unlock(unsigned long flags);
  * (marked running, with RUNNING), its number in *INDEX; NULL if none.
  */
 const void *iwcm_c_ids_find(unsigned long *index, bool running);
-/* With the lock held: the numbers allocated, and the next one to try. */
-void iwcm_c_ids_state(unsigned long *count, u32 *next);
+/* With the lock held: the cm_ids published, and the next sequence number. */
+void iwcm_c_ids_state(unsigned long *count, u64 *next_seq);
 
 /* debugfs iw_cm/ (count and cm_ids): create, remove. */
 void iwcm_c_debugfs_init(void);
@@ -85,11 +87,11 @@ void iwcm_c_debugfs_exit(void);
 
 /*
  * A read of iw_cm/cm_ids (the seq_file's private data): the count line
- * gave the number of cm_ids at its time; the read lists none allocated
- * after it (numbers from END up to the allocator's next, cyclically).
+ * gave the number of cm_ids published at its time; the read lists none
+ * published after it (sequence numbers from END_SEQ on).
  */
 struct iwcm_table_read {
-	u32 end;
+	u64 end_seq;
 };
 
 /* The stuck-handler watch: rate limit (10 lines per 5 s), arm, cancel, report. */

@@ -41,7 +41,6 @@ EXPORT_SYMBOL(iw_cm_init_qp_attr);
 MODULE_ALIAS_RDMA_NETLINK(RDMA_NL_IWCM, 2);
 
 static unsigned int default_backlog = 256;
-static int iwcm_max_backlog = IWCM_MAX_BACKLOG;
 
 static struct ctl_table_header *iwcm_ctl_table_hdr;
 static struct ctl_table iwcm_ctl_table[] = {
@@ -51,8 +50,9 @@ static struct ctl_table iwcm_ctl_table[] = {
 		.maxlen		= sizeof(default_backlog),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
+		/* Any positive value: iw_cm_listen() clamps it. */
 		.extra1		= SYSCTL_ONE,
-		.extra2		= &iwcm_max_backlog,
+		.extra2		= SYSCTL_INT_MAX,
 	},
 };
 
@@ -133,9 +133,14 @@ int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a)
  */
 static DEFINE_XARRAY_FLAGS(iwcm_ids, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 #define IWCM_ID_RUNNING XA_MARK_1
-/* Under the lock: the next number to try, and the numbers allocated. */
+/*
+ * Under the lock: the next number to try, the cm_ids published, and the
+ * next creation sequence number (given at publication, never wraps: a
+ * read lists the cm_ids published before its count line, table_window.rs).
+ */
 static u32 iwcm_ids_next = 1;
 static unsigned long iwcm_ids_count;
+static u64 iwcm_ids_seq;
 
 int iwcm_c_ids_reserve(u32 *id, bool may_sleep)
 {
@@ -148,28 +153,30 @@ int iwcm_c_ids_reserve(u32 *id, bool may_sleep)
 		xa_lock_irq(&iwcm_ids);
 		ret = __xa_alloc_cyclic(&iwcm_ids, id, NULL, XA_LIMIT(1, U32_MAX),
 					&iwcm_ids_next, GFP_KERNEL);
-		if (ret >= 0)
-			iwcm_ids_count++;
 		xa_unlock_irq(&iwcm_ids);
 	} else {
 		xa_lock_irqsave(&iwcm_ids, flags);
 		ret = __xa_alloc_cyclic(&iwcm_ids, id, NULL, XA_LIMIT(1, U32_MAX),
 					&iwcm_ids_next, GFP_NOWAIT | __GFP_NOWARN);
-		if (ret >= 0)
-			iwcm_ids_count++;
 		xa_unlock_irqrestore(&iwcm_ids, flags);
 	}
 	return ret < 0 ? ret : 0;
 }
 
-void iwcm_c_ids_publish(u32 id, const void *entry)
+void iwcm_c_ids_publish(u32 id, const void *entry, u64 *seq)
 {
 	unsigned long flags;
 	void *old;
 
 	xa_lock_irqsave(&iwcm_ids, flags);
+	/* Readers read it under the lock, once they find the entry. */
+	*seq = iwcm_ids_seq;
 	/* The index is reserved: its slot exists, nothing is allocated. */
 	old = __xa_store(&iwcm_ids, id, (void *)entry, GFP_NOWAIT);
+	if (!xa_is_err(old)) {
+		iwcm_ids_count++;
+		iwcm_ids_seq++;
+	}
 	xa_unlock_irqrestore(&iwcm_ids, flags);
 	WARN_ON_ONCE(xa_is_err(old) || old);
 }
@@ -179,8 +186,9 @@ void iwcm_c_ids_erase(u32 id)
 	unsigned long flags;
 
 	xa_lock_irqsave(&iwcm_ids, flags);
-	__xa_erase(&iwcm_ids, id);
-	iwcm_ids_count--;
+	/* NULL for a number only reserved (xa_erase hides the zero entry). */
+	if (__xa_erase(&iwcm_ids, id))
+		iwcm_ids_count--;
 	xa_unlock_irqrestore(&iwcm_ids, flags);
 }
 
@@ -216,11 +224,11 @@ const void *iwcm_c_ids_find(unsigned long *index, bool running)
 		       running ? IWCM_ID_RUNNING : XA_PRESENT);
 }
 
-void iwcm_c_ids_state(unsigned long *count, u32 *next)
+void iwcm_c_ids_state(unsigned long *count, u64 *next_seq)
 {
 	lockdep_assert_held(&iwcm_ids.xa_lock);
 	*count = iwcm_ids_count;
-	*next = iwcm_ids_next;
+	*next_seq = iwcm_ids_seq;
 }
 
 /*
@@ -468,7 +476,10 @@ size_t iwcm_kunit_table_read(struct iwcm_table_read *r, long long *pos, u32 *ids
 			     size_t cap, size_t *count);
 size_t iwcm_kunit_running_ids(u32 *ids, size_t cap);
 ssize_t iwcm_kunit_event_slots(u32 id);
+size_t iwcm_kunit_queued_children_slots(struct iw_cm_id *cm_id, size_t *slots,
+					size_t cap);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_event_slots);
+EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_queued_children_slots);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_read);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_running_ids);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_table_line);

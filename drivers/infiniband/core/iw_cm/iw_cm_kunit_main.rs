@@ -63,6 +63,11 @@ pub(crate) mod iface {
         ) -> usize;
         fn iwcm_kunit_running_ids(ids: *mut u32, cap: usize) -> usize;
         fn iwcm_kunit_event_slots(id: u32) -> isize;
+        fn iwcm_kunit_queued_children_slots(
+            cm_id: *mut bindings::iw_cm_id,
+            slots: *mut usize,
+            cap: usize,
+        ) -> usize;
         fn iwcm_kunit_adopted_mapping(
             local: *const SockAddr,
             remote: *const SockAddr,
@@ -173,6 +178,21 @@ pub(crate) mod iface {
     pub(crate) fn event_slots(id: u32) -> Option<usize> {
         // SAFETY: no pointers; any context.
         usize::try_from(unsafe { iwcm_kunit_event_slots(id) }).ok()
+    }
+
+    /// The event slots of the children of the CONNECT_REQUESTs queued on
+    /// `cm_id`, up to `slots.len()` into `slots`; how many are queued.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` is a live cm_id of iw_cm.ko the caller holds a reference on.
+    pub(crate) unsafe fn queued_children_slots(
+        cm_id: *mut bindings::iw_cm_id,
+        slots: &mut [usize],
+    ) -> usize {
+        // SAFETY: the caller's guarantee; `slots` is writable for its
+        // length.
+        unsafe { iwcm_kunit_queued_children_slots(cm_id, slots.as_mut_ptr(), slots.len()) }
     }
 
     /// Faults of devices whose `iw_connect` op is `connect_op` are

@@ -46,6 +46,8 @@ mod tests {
     static ACCEPTS: AtomicU32 = AtomicU32::new(0);
     static REJECTS: AtomicU32 = AtomicU32::new(0);
     static LISTENS: AtomicU32 = AtomicU32::new(0);
+    /// The backlog of the last `create_listen`.
+    static LISTEN_BACKLOG: AtomicI32 = AtomicI32::new(0);
     static UNLISTENS: AtomicU32 = AtomicU32::new(0);
     static FAKE_QP: AtomicPtr<bindings::ib_qp> = AtomicPtr::new(ptr::null_mut());
 
@@ -105,6 +107,7 @@ mod tests {
             a.store(0, SeqCst);
         }
         QP_REFS.store(0, SeqCst);
+        LISTEN_BACKLOG.store(0, SeqCst);
         NEVENTS.store(0, SeqCst);
         MODE.store(0, SeqCst);
         BLOCKED.store(false, SeqCst);
@@ -248,7 +251,8 @@ mod tests {
     /// # Safety
     ///
     /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
-    unsafe extern "C" fn fake_create_listen(_id: *mut bindings::iw_cm_id, _b: i32) -> i32 {
+    unsafe extern "C" fn fake_create_listen(_id: *mut bindings::iw_cm_id, b: i32) -> i32 {
+        LISTEN_BACKLOG.store(b, SeqCst);
         LISTENS.fetch_add(1, SeqCst);
         0
     }
@@ -1121,26 +1125,35 @@ mod tests {
         Ok(())
     }
 
-    /// A backlog above the cap (65536) is refused with -EINVAL before
-    /// anything is allocated or the provider is called.  (It was taken:
-    /// up to INT_MAX, whose event ring is beyond what kvmalloc allows, so
-    /// the allocator WARNed, and below that any size was reserved.)
+    /// A backlog above the cap (65536) is clamped to it: the listener
+    /// listens, with a ring of 65536 slots, and the provider is asked for
+    /// 65536, as rdma_ucm's users expect (it passes its `max_backlog`,
+    /// which root may raise above the cap, for `rdma_listen(id, 0)`, and
+    /// iwcm.c takes any backlog).  A negative one is still refused.  (It
+    /// was refused with -EINVAL before anything was allocated.)
     #[test]
-    fn backlog_above_the_cap_is_refused() -> Result {
+    fn backlog_above_the_cap_is_clamped() -> Result {
         reset();
         let base = iface::live();
         let mut dev = FakeDev::new()?;
-        let l = create(&mut dev, 43)?;
-        for backlog in [65537, i32::MAX, -1] {
+        for (i, backlog) in [65537, i32::MAX].into_iter().enumerate() {
+            let l = create(&mut dev, 43)?;
             // SAFETY: `l` is live and owned by the test.
-            let r = unsafe { bindings::iw_cm_listen(l, backlog) };
-            assert_eq!(r, EINVAL.to_errno());
+            assert_eq!(unsafe { bindings::iw_cm_listen(l, backlog) }, 0);
+            assert_eq!(LISTENS.load(SeqCst), i as u32 + 1);
+            assert_eq!(LISTEN_BACKLOG.load(SeqCst), 65536);
+            assert_eq!(iface::event_slots(table_number(l)), Some(65536));
+            // SAFETY: the test owns `l`.
+            unsafe { bindings::iw_destroy_cm_id(l) };
         }
-        assert_eq!(LISTENS.load(SeqCst), 0);
-        // Still idle: a backlog within the cap listens.
+        let l = create(&mut dev, 43)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, -1) }, EINVAL.to_errno());
+        assert_eq!(LISTENS.load(SeqCst), 2);
+        // Still idle: a backlog within the cap listens, as asked.
         // SAFETY: as above.
         assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
-        assert_eq!(LISTENS.load(SeqCst), 1);
+        assert_eq!(LISTEN_BACKLOG.load(SeqCst), 2);
         // SAFETY: the test owns `l`.
         unsafe { bindings::iw_destroy_cm_id(l) };
         assert!(wait_live(base));
@@ -1164,18 +1177,15 @@ mod tests {
         assert!(wait_until(|| BLOCKED.load(SeqCst)));
         // The second request waits behind the first one's handler.
         assert_eq!(upcall(l, EV_REQ, 0), 0);
-        let Some((_, listed)) = read_table(64)? else {
-            panic!("table read out of order");
-        };
-        // The newest cm_id is the queued request's child.
-        let queued = listed.last().copied().unwrap_or(0);
-        assert_eq!(iface::event_slots(queued), Some(0));
+        let mut slots = [usize::MAX; 2];
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { iface::queued_children_slots(l, &mut slots) }, 1);
+        assert_eq!(slots[0], 0);
         RELEASE.store(true, SeqCst);
         assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
         let child = CHILD.load(SeqCst);
-        assert_eq!(table_number(child), queued);
         // Its slots came with the delivery: its events are queued.
-        assert_eq!(iface::event_slots(queued), Some(3));
+        assert_eq!(iface::event_slots(table_number(child)), Some(3));
         assert_eq!(accept(child), 0);
         assert_eq!(upcall(child, EV_EST, 0), 0);
         assert_eq!(upcall(child, EV_DISC, 0), 0);
@@ -1190,6 +1200,57 @@ mod tests {
             bindings::iw_destroy_cm_id(l);
         }
         assert_eq!(REJECTS.load(SeqCst), 1);
+        assert!(wait_live(base));
+        Ok(())
+    }
+
+    /// A CONNECT_REQUEST's child enters the table only when its request
+    /// is delivered, once its addresses and state are written: a table
+    /// reader never sees a child being set up (the writes assume no one
+    /// else can reach it), and a queued request's child is neither listed
+    /// nor counted.  (It was published in the upcall, when allocated: a
+    /// queued child was listed, Idle, without addresses.)
+    #[test]
+    fn a_request_child_enters_the_table_when_delivered() -> Result {
+        reset();
+        let base = iface::live();
+        let mut dev = FakeDev::new()?;
+        let l = create(&mut dev, 45)?;
+        // SAFETY: `l` is live and owned by the test.
+        assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+        MODE.store(MODE_BLOCK_FIRST_REQ, SeqCst);
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert!(wait_until(|| BLOCKED.load(SeqCst)));
+        // The second request's child exists (the live count has it) but
+        // waits, unlisted, behind the first one's handler.
+        assert_eq!(upcall(l, EV_REQ, 0), 0);
+        assert_eq!(iface::live(), base + 3);
+        let first = CHILDREN[0].load(SeqCst);
+        let Some((count, listed)) = read_table(64)? else {
+            panic!("table read out of order");
+        };
+        assert_eq!((count, listed.len()), (base + 2, base + 2));
+        assert!(listed.contains(&table_number(l)));
+        assert!(listed.contains(&table_number(first)));
+        // The child being delivered is listed set up: passive, ConnRecv.
+        let (mut buf, mut f) = ([0u8; 512], [""; 16]);
+        assert_eq!(table_fields(first, &mut buf, &mut f), 14);
+        assert_eq!((f[1], f[2]), ("passive", "ConnRecv"));
+        RELEASE.store(true, SeqCst);
+        assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+        let second = CHILD.load(SeqCst);
+        let Some((count, listed)) = read_table(64)? else {
+            panic!("table read out of order");
+        };
+        assert_eq!((count, listed.len()), (base + 3, base + 3));
+        assert!(listed.contains(&table_number(second)));
+        // SAFETY: the test owns the three ids; both children are rejected.
+        unsafe {
+            bindings::iw_destroy_cm_id(first);
+            bindings::iw_destroy_cm_id(second);
+            bindings::iw_destroy_cm_id(l);
+        }
+        assert_eq!(REJECTS.load(SeqCst), 2);
         assert!(wait_live(base));
         Ok(())
     }

@@ -238,3 +238,24 @@ pub unsafe extern "C" fn iwcm_kunit_running_ids(ids: *mut u32, cap: usize) -> us
 pub extern "C" fn iwcm_kunit_event_slots(id: u32) -> isize {
     crate::cm_id::table::event_slots(id).map_or(-1, |n| n as isize)
 }
+
+/// The event slots of the children of the CONNECT_REQUESTs queued on
+/// `cm_id` (a listener), in queue order: up to `cap` (at most 8) into
+/// `slots`; returns how many requests are queued.  Takes the cm_id's lock
+/// and its children's; any context.
+///
+/// # Safety
+///
+/// `cm_id` is a live cm_id of this module on which the caller holds a
+/// reference; `slots` is writable for `cap` numbers.
+#[no_mangle]
+pub unsafe extern "C" fn iwcm_kunit_queued_children_slots(
+    cm_id: *mut bindings::iw_cm_id,
+    slots: *mut usize,
+    cap: usize,
+) -> usize {
+    // SAFETY: the caller's guarantee.
+    let slots = unsafe { core::slice::from_raw_parts_mut(slots, cap) };
+    // SAFETY: the caller's guarantee.
+    unsafe { crate::cm_id::table::queued_children_slots(cm_id, slots) }
+}

@@ -107,7 +107,8 @@ impl CmId {
             if actions.contains(Actions::DELIVER) {
                 if let Input::EvConnectReply { ok } = input {
                     // Only this delivering thread accesses the addresses
-                    // of a connecting id (iwcm.c cm_conn_rep_handler).
+                    // of a connecting id (iwcm.c cm_conn_rep_handler), but
+                    // for the table's snapshot of them.
                     if ok && ev.use_addrs {
                         let (l, r) = ev.raw.addrs();
                         // SAFETY: see above.
@@ -187,11 +188,14 @@ impl CmId {
         // the listener's handler and context), so that a request can
         // always be rejected: iwcm.c allocates it here and, without memory,
         // leaves the request with the provider for good.
-        let Some(child) = ev.child.take() else {
+        let Some(unlisted) = ev.child.take() else {
             // Every queued CONNECT_REQUEST carries one (upcall.rs).
             kernel::warn_on!(true);
             return;
         };
+        // Set up before it is published in the table (below): until then
+        // no one but this delivery can reach it.
+        let child = unlisted.cm_id();
         {
             // SAFETY: the listener's addresses are stable while it listens.
             let ((l_local, _), (l_m_local, _)) =
@@ -209,8 +213,9 @@ impl CmId {
                     remote
                 }
             };
-            // SAFETY: the child is new and not yet visible to the ULP or
-            // the provider (as for the two calls below).
+            // SAFETY: the child is not in the table (`table::Unlisted`)
+            // and not yet visible to the ULP or the provider: no one else
+            // can reach it (as for the two calls below).
             unsafe { child.raw.set_provider_data(ev.raw.provider_data()) };
             // SAFETY: see above.
             unsafe { child.raw.set_mapped_addrs(wire_local, wire_remote) };
@@ -226,6 +231,8 @@ impl CmId {
             let h = child.raw.handler_now();
             Self::delivery_begins(&mut g, current_task(), Some(EventType::ConnectRequest), h)
         };
+        // Set up: table readers see it from now on, being delivered.
+        let child = unlisted.publish();
         if watched {
             child.watch_delivery();
         }

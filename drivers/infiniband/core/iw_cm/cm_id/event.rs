@@ -25,13 +25,14 @@ pub(super) struct Event {
     /// CONNECT_REPLY); otherwise the cm_id's own are used.
     pub(super) use_addrs: bool,
     /// A CONNECT_REQUEST's child cm_id, allocated in the upcall
-    /// ([`CmId::new_child`]): delivered to the ULP with the request, or,
-    /// when nobody will see the request, the cm_id that rejects it.  An
+    /// ([`CmId::new_child`]) and not in the table yet: delivered to the ULP
+    /// with the request (and published then), or, when nobody will see
+    /// the request, the cm_id that rejects it (never published).  An
     /// `Event` with a child must be dropped outside every cm_id's lock
     /// (the child's destructor takes the table's lock, which comes first):
     /// the delivery's match arms that drop an event under the lock never
     /// see a CONNECT_REQUEST (`state::step`).
-    pub(super) child: Option<Arc<CmId>>,
+    pub(super) child: Option<table::Unlisted>,
 }
 
 impl Event {
@@ -42,7 +43,7 @@ impl Event {
         src: &RawCmEvent,
         pdata: KVec<u8>,
         v: Checked,
-        child: Option<Arc<CmId>>,
+        child: Option<table::Unlisted>,
     ) -> Self {
         let mut ev = Self {
             raw: CmEvent::copy_of(src),

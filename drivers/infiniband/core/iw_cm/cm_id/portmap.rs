@@ -49,7 +49,8 @@ impl CmId {
         // the id yet.
         let (local, remote) = unsafe { self.raw.addrs() };
         let devname = self.dev.name().to_bytes();
-        // SAFETY: as above; nobody else accesses the mapped addresses now.
+        // SAFETY: as above; nobody else accesses the mapped addresses now
+        // but the table's snapshot (the cm_id is published).
         unsafe { self.raw.set_mapped_addrs(local, remote) };
         if !iwpm::register(devname, self.dev.ifname())? {
             return Ok(());

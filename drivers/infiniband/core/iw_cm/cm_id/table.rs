@@ -8,7 +8,9 @@
 //! Every cm_id has a number in the table from its allocation to its
 //! destructor: the index of an allocating XArray (iw_cm_exports.c), handed
 //! out cyclically from 1 ([`Reservation`]), which is also its number in the
-//! reports and the tracepoints.  An entry is the cm_id's address, not a
+//! reports and the tracepoints.  A cm_id is published at its number once
+//! it is set up ([`Unlisted::publish`]): a ULP's at once, a
+//! CONNECT_REQUEST's child when its request is delivered.  An entry is the cm_id's address, not a
 //! reference (a reference would keep it alive): the destructor erases it
 //! first thing, under the XArray's lock, so a holder of that lock ([`Locked`])
 //! may read the cm_id behind an entry.  Registration and removal are one
@@ -59,23 +61,55 @@ impl Reservation {
         self.id
     }
 
-    /// Publishes `cm_id` at its number, which must be this reservation's:
-    /// table readers see it from now on, until its destructor calls
-    /// [`unregister`].  A cm_id of another number is not published (a
-    /// bug: it warns).  Any context.
-    pub(super) fn publish(self, cm_id: &CmId) {
-        if kernel::warn_on!(cm_id.table_id != self.id) {
-            return;
-        }
-        c_helpers::ids_publish(self.id, core::ptr::from_ref(cm_id).cast());
-        // The number is the cm_id's now: its destructor releases it.
+    /// Hands the number over to `cm_id`, built with it as its `table_id`:
+    /// from now on its destructor releases it ([`unregister`]).  The
+    /// cm_id is not published yet.
+    pub(super) fn hand_over(self, cm_id: Arc<CmId>) -> Unlisted {
+        // The number is the cm_id's now: not released here.
         core::mem::forget(self);
+        // INVARIANT: `cm_id` was built with this reservation's number
+        // (`CmId::alloc`), where nothing is published.
+        Unlisted(cm_id)
     }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
         c_helpers::ids_erase(self.id);
+    }
+}
+
+/// A cm_id whose number is reserved in the table but which is not
+/// published there: table readers (debugfs `iw_cm/cm_ids`, the stuck-
+/// handler watch) cannot reach it.  A CONNECT_REQUEST's child stays so
+/// from its allocation in the upcall until `connect_request` has written
+/// its addresses, provider data and state, so that while those are
+/// written nobody but the writer can reach it (the ULP and the provider
+/// get it only with the request, after that).  Dropping an `Unlisted`
+/// drops its reference; the cm_id's destructor releases the number.
+///
+/// # Invariants
+///
+/// Nothing is published at the cm_id's `table_id`, which is reserved for
+/// it and released by its destructor.
+pub(super) struct Unlisted(Arc<CmId>);
+
+impl Unlisted {
+    /// The cm_id, not in the table.
+    pub(super) fn cm_id(&self) -> &Arc<CmId> {
+        &self.0
+    }
+
+    /// Publishes the cm_id at its number: table readers see it from now
+    /// on, until its destructor calls [`unregister`].  Any context.
+    pub(super) fn publish(self) -> Arc<CmId> {
+        // The number is reserved with nothing at it (type invariant).
+        c_helpers::ids_publish(
+            self.0.table_id,
+            core::ptr::from_ref::<CmId>(&self.0).cast(),
+            &self.0.table_seq,
+        );
+        self.0
     }
 }
 
@@ -90,7 +124,7 @@ pub(super) fn unregister(id: &CmId) {
 /// # Invariants
 ///
 /// Every entry of the table is the address of a `CmId` published by
-/// [`Reservation::publish`] at its own number, whose destructor erases it
+/// [`Unlisted::publish`] at its own number, whose destructor erases it
 /// ([`unregister`]) before anything of the cm_id is dropped, under this
 /// lock: while a `Locked` lives, the cm_id behind an entry is allocated
 /// and its fields intact.
@@ -309,26 +343,28 @@ pub(crate) enum Line {
     Row(Row),
 }
 
-/// The count line of a read: the number of cm_ids in the table, and where
-/// the allocator stands (the read lists no cm_id allocated after it, so
-/// it never has more rows than its count).  One critical section.
-fn head() -> (usize, u32) {
+/// The count line of a read: the number of cm_ids in the table, and the
+/// next creation sequence number (the read lists no cm_id published after
+/// it, so it never has more rows than its count).  One critical section.
+fn head() -> (usize, u64) {
     let t = Locked::new();
     t.0.state()
 }
 
 /// The row of the cm_id with the lowest number at or after `from` that
-/// the read whose count line found the allocator at `end` lists (cm_ids
-/// allocated since are skipped), and that number.  Each step holds the
-/// table's lock (interrupts off) for one lookup and one cm_id's copy;
-/// there are at most two.  Any context.
-pub(crate) fn row_from(from: u32, end: u32) -> Option<Row> {
+/// the read whose count line found the next sequence number at `end`
+/// lists (cm_ids published since are skipped), and that number.  Each
+/// step holds the table's lock (interrupts off) for one lookup and one
+/// cm_id's copy or skip; a read skips each cm_id published since its
+/// count line once.  Any context.
+pub(crate) fn row_from(from: u32, end: u64) -> Option<Row> {
     let mut from = from;
     loop {
         let t = Locked::new();
         let id = t.first_from(from, false)?;
-        let (_, next) = t.0.state();
-        match table_window::resume_at(id.table_id, end, next) {
+        // Written under the table's lock, before it was published.
+        let seq = id.table_seq.load(Ordering::Relaxed);
+        match table_window::resume_at(id.table_id, seq, end) {
             Resume::List => return Some(id.row()),
             Resume::SkipTo(n) => from = n,
             Resume::Done => return None,
@@ -344,18 +380,18 @@ fn pos_after(id: u32) -> i64 {
 
 /// Fills `line` with the line at position `pos` (or the first after it)
 /// and moves `pos` to it; false at the end of the table, with `pos` past
-/// it.  `r` keeps the read's allocator position from its count line.
+/// it.  `r` keeps the next sequence number at the read's count line.
 fn fill(r: &mut bindings::iwcm_table_read, line: &mut Line, pos: &mut i64) -> bool {
     if *pos <= 0 {
         let (count, end) = head();
-        r.end = end;
+        r.end_seq = end;
         *pos = 0;
         *line = Line::Head(count);
         return true;
     }
     let found = u32::try_from(*pos)
         .ok()
-        .and_then(|from| row_from(from, r.end));
+        .and_then(|from| row_from(from, r.end_seq));
     match found {
         Some(row) => {
             *pos = i64::from(row.id);
@@ -699,4 +735,42 @@ pub(crate) fn event_slots(id: u32) -> Option<usize> {
     let c = t.first_from(id, false).filter(|c| c.table_id == id)?;
     let n = c.inner.lock().events.slots.len();
     Some(n)
+}
+
+/// The event slots of the children of the CONNECT_REQUESTs queued on the
+/// cm_id behind `raw`, in queue order: up to `out.len()` (at most 8) into
+/// `out`; returns how many requests are queued (for the KUnit suite,
+/// through kunit_iface.rs: a queued child is not in the table).  Takes
+/// the cm_id's lock, then each child's; any context.
+///
+/// # Safety
+///
+/// `raw` is a live cm_id of this module on which the caller holds a
+/// reference.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) unsafe fn queued_children_slots(raw: *mut RawCmId, out: &mut [usize]) -> usize {
+    // SAFETY: guaranteed by the caller.
+    let this = unsafe { CmId::borrow(raw) };
+    let mut children: [Option<Arc<CmId>>; 8] = Default::default();
+    let n = {
+        let g = this.inner.lock();
+        let mut n = 0;
+        let ring = &g.events;
+        let queued = ring.slots.iter().cycle().skip(ring.head).take(ring.len);
+        for ev in queued {
+            if let Some(c) = ev.as_ref().and_then(|e| e.child.as_ref()) {
+                if let Some(slot) = children.get_mut(n) {
+                    // A reference, no allocation: the child is read after
+                    // the unlock (one cm_id's `inner` at a time).
+                    *slot = Some(c.cm_id().clone());
+                }
+                n += 1;
+            }
+        }
+        n
+    };
+    for (o, c) in out.iter_mut().zip(children.iter().flatten()) {
+        *o = c.inner.lock().events.slots.len();
+    }
+    n
 }
