@@ -43,7 +43,7 @@ echo "bench: $rounds ABBA rounds in one VM boot; log $out"
 # The teardown figure runs the sample ULP's in-handler removal: rdma_cm's
 # handler_mutex lockdep report (Documentation/iw_cm.rst) is accepted, no
 # other splat.
-IWCM_RESULTS_DIR=$dir tools/vm/run.sh --name bench --timeout $((rounds * 2 * 420 + 600)) --allow-rdma-cm-lockdep -- \
+IWCM_RESULTS_DIR=$dir tools/vm/run.sh --name bench --timeout $((rounds * 2 * 600 + 600)) --allow-rdma-cm-lockdep -- \
 	env BENCH_ROUNDS="$rounds" BENCH_CMTIME="${BENCH_CMTIME:-10 100 500}" \
 	BENCH_TEARDOWN="${BENCH_TEARDOWN:-8 32 64}" BENCH_MEM="${BENCH_MEM:-2 50 500}" \
 	BENCH_SCALE="${BENCH_SCALE:-1000 10000 65536}" BENCH_SCALE_SAMPLES="${BENCH_SCALE_SAMPLES:-1000}" \
