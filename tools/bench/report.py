@@ -207,23 +207,28 @@ def draw_scale(d, vals):
     if not sizes:
         return None
     g = lambda n, what, impl: med(vals.get(("scale%d_%s" % (n, what), impl), []))
-    panels = [(op, label, op + "_med_ns", "ns") for op, label in SCALE_OPS]
-    panels.append(("bytes", "slab bytes per live cm_id", "bytes_per_id", "B"))
-    data, script, block = "", "set multiplot layout 2,4 title 'iw\\_cm scale: median cost against live cm_ids'\n", 0
-    for _, label, what, unit in panels:
+    # (label, metric, unit, divisor)
+    panels = [(label, op + "_med_ns", "us", 1000.0) for op, label in SCALE_OPS]
+    panels.append(("slab bytes per live cm_id", "bytes_per_id", "B", 1.0))
+    data, block = "", 0
+    script = ("set termoption noenhanced\n"
+              "set multiplot layout 2,4 title 'iw_cm scale: median cost against live cm_ids (QEMU TCG, KASAN)'\n"
+              "set logscale x 10\nset xrange [%g:%g]\nset format y '%%g'\n"
+              "set xlabel 'live cm_ids' font ',8'\nset key below horizontal font ',8'\n"
+              % (sizes[0] / 2.0, sizes[-1] * 2.0))
+    for label, what, unit, div in panels:
         rows = ""
         for n in sizes:
             c, r = g(n, what, "c"), g(n, what, "rust")
             if c is not None and r is not None:
-                rows += "%d\t%.0f\t%.0f\n" % (n, c, r)
+                rows += "%d\t%.3f\t%.3f\n" % (n, c / div, r / div)
         if not rows:
             continue
         data += rows + "\n\n"
-        script += ("set title '%s' font ',9'\nset logscale x 10\nset xlabel 'cm_ids' font ',8'\n"
-                   "set ylabel '%s' font ',8'\nset yrange [0:*]\nset key bottom right font ',8'\n"
+        script += ("set title '%s' font ',9'\nset ylabel '%s' font ',8'\nset yrange [0:*]\n"
                    "plot DATA index %d using 1:2 with linespoints title 'C', "
                    "DATA index %d using 1:3 with linespoints title 'Rust'\n"
-                   % (label.replace("_", "\\_"), unit, block, block))
+                   % (label, unit, block, block))
         block += 1
     if not block:
         return None
