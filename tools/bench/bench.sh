@@ -5,7 +5,8 @@
 # (tools/bench/bench-guest.sh: connection churn with cmtime at 10, 100 and
 # 500 connections, ucmatose -c 200, `rdma link delete` with the sample ULP
 # at 8, 32 and 64 queues, head-of-line delay behind a handler stalled 5 s,
-# slab bytes per cm_id at 5, 101 and 1001 cm_ids).  Writes
+# slab bytes per cm_id at 5, 101 and 1001 cm_ids, and the scale figures of
+# tools/bench/iw_cm_scale/ at 1,000, 10,000 and 65,536 live cm_ids).  Writes
 # results/bench-<time>/report.md (medians, spread, Rust/C ratios) and PNG
 # plots (gnuplot), and prints the table.  No pass/fail threshold on the
 # figures: a figure that could not be measured, a failed VM run or a kernel
@@ -14,7 +15,8 @@
 #   tools/bench/bench.sh [ROUNDS]        (default 5)
 #
 # Environment: BENCH_ROUNDS, BENCH_CMTIME, BENCH_TEARDOWN, BENCH_MEM,
-# BENCH_SKIP (see bench-guest.sh); BENCH_RESULTS_DIR.
+# BENCH_SCALE, BENCH_SCALE_SAMPLES, BENCH_SKIP (see bench-guest.sh);
+# BENCH_RESULTS_DIR.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 2
@@ -30,6 +32,8 @@ make -s -C "$top" modules siw rdma_cm >/dev/null || { echo "bench: module build 
 . tools/kernel/env.sh
 make -s -C tools/testing/selftests/iw_cm KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
 	{ echo "bench: selftest helper build failed" >&2; exit 2; }
+nice -n 19 make -s -C "$KDIR" M="$top/tools/bench/iw_cm_scale" "${KMAKE_ARGS[@]}" modules >/dev/null ||
+	{ echo "bench: scale module build failed" >&2; exit 2; }
 
 stamp=$(date +%Y%m%d-%H%M%S)
 dir=${BENCH_RESULTS_DIR:-$top/results/bench-$stamp}
@@ -39,9 +43,10 @@ echo "bench: $rounds ABBA rounds in one VM boot; log $out"
 # The teardown figure runs the sample ULP's in-handler removal: rdma_cm's
 # handler_mutex lockdep report (Documentation/iw_cm.rst) is accepted, no
 # other splat.
-IWCM_RESULTS_DIR=$dir tools/vm/run.sh --name bench --timeout $((rounds * 2 * 420 + 600)) --allow-rdma-cm-lockdep -- \
+IWCM_RESULTS_DIR=$dir tools/vm/run.sh --name bench --timeout $((rounds * 2 * 600 + 600)) --allow-rdma-cm-lockdep -- \
 	env BENCH_ROUNDS="$rounds" BENCH_CMTIME="${BENCH_CMTIME:-10 100 500}" \
 	BENCH_TEARDOWN="${BENCH_TEARDOWN:-8 32 64}" BENCH_MEM="${BENCH_MEM:-2 50 500}" \
+	BENCH_SCALE="${BENCH_SCALE:-1000 10000 65536}" BENCH_SCALE_SAMPLES="${BENCH_SCALE_SAMPLES:-1000}" \
 	BENCH_SKIP="${BENCH_SKIP:-}" "$top/tools/bench/bench-guest.sh" >"$out" 2>&1
 vmrc=$?
 grep -E "^(FAILED|bench:)" "$out"

@@ -3,7 +3,8 @@
 """make bench's report: medians, spread and Rust/C ratios of the figures
 tools/bench/bench-guest.sh printed, as DIR/report.md, and SVG plots drawn
 by gnuplot (ratio per figure, teardown time against queue count,
-head-of-line delay on a log scale, slab bytes per cm_id).
+head-of-line delay on a log scale, slab bytes per cm_id, and the scale
+figures' cost per operation against live cm_ids).
 
     report.py DIR ROUNDS VM_EXIT
 
@@ -11,6 +12,7 @@ Reads DIR/results.txt ("RESULT impl round metric value" lines).  Exits 1
 when a figure has no value for one of the two iw_cms or the VM run failed.
 """
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -43,6 +45,18 @@ ORDER = [
 ]
 LABEL = {m: (label, unit) for m, label, unit in ORDER}
 
+# The scale figures (tools/bench/iw_cm_scale/): scale<N>_<op>_{med,p99}_ns,
+# scale<N>_bytes_per_id, scale<N>_build_ms.
+SCALE_OPS = [
+    ("create", "create (iw_create_cm_id)"),
+    ("connect", "connect to ESTABLISHED (CONNECT_REPLY)"),
+    ("request", "CONNECT_REQUEST to ESTABLISHED (accept)"),
+    ("disconnect", "disconnect to CLOSE"),
+    ("destroy", "destroy (iw_destroy_cm_id)"),
+    ("listen", "listen (iw_cm_listen, backlog 128)"),
+]
+SCALE_RE = re.compile(r"^scale(\d+)_(.+)$")
+
 
 def load(path):
     vals = {}
@@ -73,7 +87,7 @@ def main():
     d, rounds, vmrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
     vals = load(os.path.join(d, "results.txt"))
     metrics = [m for m, _, _ in ORDER if (m, "c") in vals or (m, "rust") in vals]
-    metrics += sorted({m for m, _ in vals} - set(metrics))
+    metrics += sorted({m for m, _ in vals if not SCALE_RE.match(m)} - set(metrics))
     rows = []
     missing = []
     for m in metrics:
@@ -110,7 +124,13 @@ def main():
               " but iw_cm.ko is the same in both columns, so the difference per cm_id is"
               " iw_cm's (with kmemleak's metadata: one object per allocation).",
               ""]
+    scale_lines, scale_missing = scale_table(vals)
+    lines += scale_lines
+    missing += scale_missing
     plots = draw(d, rows)
+    s = draw_scale(d, vals)
+    if s:
+        plots.append(s)
     if plots:
         lines.append("Plots: " + ", ".join(plots))
         lines.append("")
@@ -127,13 +147,102 @@ def main():
     return 1 if (missing or vmrc != 0) else 0
 
 
-def gnuplot(d, name, script, data):
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def scale_sizes(vals):
+    return sorted({int(SCALE_RE.match(m).group(1)) for m, _ in vals if SCALE_RE.match(m)})
+
+
+def scale_table(vals):
+    """The scale table: per operation and size, each iw_cm's median and
+    p99 (median over the rounds of each round's figure), Rust/C of the
+    medians, and the growth ratio (median at this size / median at the
+    smallest); slab bytes per live cm_id last."""
+    sizes = scale_sizes(vals)
+    if not sizes:
+        return [], []
+    missing = []
+    g = lambda n, what, impl: med(vals.get(("scale%d_%s" % (n, what), impl), []))
+    ratio = lambda a, b: "%.2f" % (a / b) if (a is not None and b) else "n/a"
+    lines = [
+        "## Scale: cost per operation against live cm_ids",
+        "",
+        "tools/bench/iw_cm_scale/: a fake iWARP provider and ULP drive the loaded iw_cm through"
+        " its exported functions and the provider upcall, with N cm_ids alive (one listener,"
+        " established connections, half active, half passive); each operation one at a time,"
+        " ns per operation (ktime). Growth = median at N / median at %d (the target:"
+        " at most 1.2 at 65,536)." % sizes[0],
+        "",
+        "| operation | cm_ids | C median | C p99 | Rust median | Rust p99 | Rust/C | growth C | growth Rust |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for op, label in SCALE_OPS:
+        base_c, base_r = g(sizes[0], op + "_med_ns", "c"), g(sizes[0], op + "_med_ns", "rust")
+        for n in sizes:
+            mc, mr = g(n, op + "_med_ns", "c"), g(n, op + "_med_ns", "rust")
+            pc, pr = g(n, op + "_p99_ns", "c"), g(n, op + "_p99_ns", "rust")
+            if mc is None or mr is None:
+                missing.append("scale%d_%s" % (n, op))
+            lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                label, n, fmt(mc), fmt(pc), fmt(mr), fmt(pr), ratio(mr, mc),
+                ratio(mc, base_c), ratio(mr, base_r)))
+    for n in sizes:
+        bc, br = g(n, "bytes_per_id", "c"), g(n, "bytes_per_id", "rust")
+        if bc is None or br is None:
+            missing.append("scale%d_bytes_per_id" % n)
+        lines.append("| slab bytes per live cm_id (B) | %d | %s | | %s | | %s | | |" % (
+            n, fmt(bc), fmt(br), ratio(br, bc)))
+    builds = ", ".join("%d: C %s ms, Rust %s ms" % (n, fmt(g(n, "build_ms", "c")), fmt(g(n, "build_ms", "rust")))
+                       for n in sizes)
+    lines += ["", "Time to grow the population to N (batches of 64 connections): " + builds + ".", ""]
+    return lines, missing
+
+
+def draw_scale(d, vals):
+    """Median ns per operation against live cm_ids, one panel per
+    operation, both iw_cms, log x; slab bytes per cm_id in the last."""
+    sizes = scale_sizes(vals)
+    if not sizes:
+        return None
+    g = lambda n, what, impl: med(vals.get(("scale%d_%s" % (n, what), impl), []))
+    # (label, metric, unit, divisor)
+    panels = [(label, op + "_med_ns", "us", 1000.0) for op, label in SCALE_OPS]
+    panels.append(("slab bytes per live cm_id", "bytes_per_id", "B", 1.0))
+    data, block = "", 0
+    script = ("set termoption noenhanced\n"
+              "set multiplot layout 2,4 title 'iw_cm scale: median cost against live cm_ids (QEMU TCG, KASAN)'\n"
+              "set logscale x 10\nset xrange [%g:%g]\nset format y '%%g'\n"
+              "set xlabel 'live cm_ids' font ',8'\nset key below horizontal font ',8'\n"
+              % (sizes[0] / 2.0, sizes[-1] * 2.0))
+    for label, what, unit, div in panels:
+        rows = ""
+        for n in sizes:
+            c, r = g(n, what, "c"), g(n, what, "rust")
+            if c is not None and r is not None:
+                rows += "%d\t%.3f\t%.3f\n" % (n, c / div, r / div)
+        if not rows:
+            continue
+        data += rows + "\n\n"
+        script += ("set title '%s' font ',9'\nset ylabel '%s' font ',8'\nset yrange [0:*]\n"
+                   "plot DATA index %d using 1:2 with linespoints title 'C', "
+                   "DATA index %d using 1:3 with linespoints title 'Rust'\n"
+                   % (label, unit, block, block))
+        block += 1
+    if not block:
+        return None
+    script += "unset multiplot\n"
+    return gnuplot(d, "scale", script, data, size="1400,700")
+
+
+def gnuplot(d, name, script, data, size="800,480"):
     dat = os.path.join(d, name + ".dat")
     with open(dat, "w") as f:
         f.write(data)
     svg = name + ".svg"
-    full = ("set terminal svg size 800,480 dynamic font 'sans,11'\n"
-            "set output '%s'\nset datafile separator '\\t'\n" % os.path.join(d, svg)) + \
+    full = ("set terminal svg size %s dynamic font 'sans,11'\n"
+            "set output '%s'\nset datafile separator '\\t'\n" % (size, os.path.join(d, svg))) + \
         script.replace("DATA", "'%s'" % dat)
     try:
         subprocess.run(["gnuplot"], input=full, text=True, check=True,
