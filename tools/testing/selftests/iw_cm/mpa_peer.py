@@ -12,10 +12,18 @@ reset) by the peer after a moment.
 
   mpa_peer.py server CASE ADDR PORT [--timeout S]
   mpa_peer.py client CASE ADDR PORT [--timeout S]
+  mpa_peer.py flood ADDR PORT [--count N] [--parallel P] [--timeout S]
   mpa_peer.py list server|client
 
 Prints one line per step ("peer: ...") and exits 0 when it could play its
 part (a TCP connection was made), 1 otherwise.
+
+As a flood (connect_flood.sh) it opens N TCP connections, P at a time,
+each sending a well-formed MPA v2 request, and sorts what each gets back:
+an MPA reply (accepted, or rejected with the reject flag: served), the
+connection closed or reset without a reply, or the TCP connect refused
+(refused); a reply that is not one, or nothing within --timeout seconds,
+is a failure (exit 1).  Prints one line with the counts.
 """
 
 import argparse
@@ -290,6 +298,89 @@ def run_burst(addr, port, n):
     return 1 if failed else 0
 
 
+def run_flood(addr, port, n, parallel, timeout):
+    """See the module's text: N MPA requests, P connections at a time."""
+    import errno
+    import resource
+    import selectors
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = parallel + 64
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(want, hard)))
+    sel = selectors.DefaultSelector()
+    req = req_v2(b"flood")
+    out = dict.fromkeys(["accepted", "rejected", "closed", "refused",
+                         "unanswered", "garbled"], 0)
+    live = {}  # socket -> [bytes read, deadline]
+    t0 = time.time()
+
+    def finish(s, what):
+        out[what] += 1
+        sel.unregister(s)
+        del live[s]
+        if what == "accepted":
+            # Closed at once: the listener sees the connection end.
+            reset(s)
+        else:
+            s.close()
+
+    started = 0
+    last_sweep = 0.0
+    while started < n or live:
+        while len(live) < parallel and started < n:
+            started += 1
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect((addr, port))
+            except BlockingIOError:
+                pass
+            except OSError:
+                out["refused"] += 1
+                s.close()
+                continue
+            live[s] = [b"", time.time() + timeout]
+            sel.register(s, selectors.EVENT_WRITE)
+        for key, ev in sel.select(0.2):
+            s = key.fileobj
+            if ev & selectors.EVENT_WRITE:
+                err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    finish(s, "refused" if err == errno.ECONNREFUSED else "closed")
+                    continue
+                try:
+                    s.send(req)
+                except OSError:
+                    finish(s, "closed")
+                    continue
+                sel.modify(s, selectors.EVENT_READ)
+                continue
+            try:
+                chunk = s.recv(4096)
+            except OSError:
+                chunk = b""
+            st = live[s]
+            st[0] += chunk
+            if len(st[0]) >= 20:
+                key_, (bits, _) = st[0][:16], struct.unpack(">HH", st[0][16:20])
+                if key_ != KEY_REP:
+                    finish(s, "garbled")
+                else:
+                    finish(s, "rejected" if bits & F_REJECT else "accepted")
+            elif not chunk:
+                finish(s, "closed")
+        now = time.time()
+        if now - last_sweep >= 1:
+            last_sweep = now
+            for s in [s for s, st in live.items() if st[1] < now]:
+                finish(s, "unanswered")
+    log("flood: %d requests to %s:%d, %d at a time, in %.1f s: %s"
+        % (n, addr, port, parallel, time.time() - t0,
+           ", ".join("%s %d" % kv for kv in out.items())))
+    return 1 if out["unanswered"] or out["garbled"] else 0
+
+
 def run_client(case, addr, port, timeout):
     if case == "burst":
         return run_burst(addr, port, 24)
@@ -313,12 +404,21 @@ def run_client(case, addr, port, timeout):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("role", choices=["server", "client", "list"])
+    ap.add_argument("role", choices=["server", "client", "flood", "list"])
     ap.add_argument("case")
     ap.add_argument("addr", nargs="?")
     ap.add_argument("port", nargs="?", type=int)
     ap.add_argument("--timeout", type=float, default=30)
+    ap.add_argument("--count", type=int, default=2000)
+    ap.add_argument("--parallel", type=int, default=512)
     a = ap.parse_args()
+    if a.role == "flood":
+        # flood ADDR PORT: the case is the address.
+        try:
+            return run_flood(a.case, int(a.addr), a.count, a.parallel, a.timeout)
+        except OSError as e:
+            log("socket error: %s" % e)
+            return 1
     if a.role == "list":
         print(" ".join(SERVER_CASES if a.case == "server" else CLIENT_CASES))
         return 0

@@ -28,9 +28,16 @@
  *                   every attempt (or rdma_connect() itself failing with
  *                   ECONNREFUSED: siw connects TCP synchronously), never
  *                   ESTABLISHED and never silence.
+ *   flood           (server only) listens with backlog -b and handles requests
+ *                   until none came for -t milliseconds: every -k-th request
+ *                   accepted (a QP, rdma_accept; ESTABLISHED, then the peer's
+ *                   close: DISCONNECTED, destroyed), the others rejected
+ *                   (the first request may take 10 times -t to come);
+ *                   prints the counts.  For connect_flood.sh, against raw TCP
+ *                   MPA peers (mpa_peer.py flood).
  *
  * Usage:
- *   rdma_disc -s -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K] [-t MS]
+ *   rdma_disc -s -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K] [-t MS] [-b BACKLOG]
  *   rdma_disc -c -a ADDR [-p PORT] -m MODE [-n COUNT] [-P PARALLEL] [-t MS]
  */
 #define _GNU_SOURCE
@@ -48,7 +55,7 @@
 
 #include <rdma/rdma_cma.h>
 
-enum mode { M_BOTH, M_AFTER, M_REJECT, M_DESTROY_REQ, M_DESTROY_LISTEN };
+enum mode { M_BOTH, M_AFTER, M_REJECT, M_DESTROY_REQ, M_DESTROY_LISTEN, M_FLOOD };
 
 static const char *const mode_names[] = {
 	[M_BOTH] = "both",
@@ -56,6 +63,7 @@ static const char *const mode_names[] = {
 	[M_REJECT] = "reject",
 	[M_DESTROY_REQ] = "destroy-req",
 	[M_DESTROY_LISTEN] = "destroy-listen",
+	[M_FLOOD] = "flood",
 };
 
 static const char *role = "?";
@@ -69,6 +77,7 @@ static int kth = 3;
 static int timeout_ms = 15000;
 static int lead_ms = 200;
 static int linger_ms = 500;
+static int backlog = 64;
 
 static struct rdma_event_channel *chan;
 static struct rdma_addrinfo *rai;
@@ -202,6 +211,75 @@ static void disconnect(struct rdma_cm_id *id, const char *what)
 
 /* ---------------------------------------------------------------- server */
 
+/* Mode flood: requests until -t ms pass without an event (see the top). */
+static int server_flood(struct rdma_cm_id *listen_id)
+{
+	unsigned long reqs = 0, accepted = 0, rejected = 0, established = 0,
+		      ended = 0, failed = 0;
+	struct rdma_conn_param param;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	enum rdma_cm_event_type type;
+
+	/* The peers may take long to start (python under TCG): the idle
+	 * timeout counts from the first request. */
+	while ((ev = get_event(reqs ? timeout_ms : 10 * timeout_ms))) {
+		id = ev->id;
+		type = ev->event;
+		switch (type) {
+		case RDMA_CM_EVENT_CONNECT_REQUEST:
+			reqs++;
+			ack(ev);
+			if (reqs % kth) {
+				if (rdma_reject(id, "busy", 4))
+					fail("rdma_reject: %s", strerror(errno));
+				rejected++;
+				destroy(id);
+				break;
+			}
+			create_qp(id);
+			memset(&param, 0, sizeof(param));
+			param.responder_resources = 1;
+			param.initiator_depth = 1;
+			if (rdma_accept(id, &param)) {
+				/* The peer may be gone already. */
+				failed++;
+				destroy(id);
+				break;
+			}
+			accepted++;
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			established++;
+			ack(ev);
+			break;
+		case RDMA_CM_EVENT_DISCONNECTED:
+		case RDMA_CM_EVENT_CONNECT_ERROR:
+		case RDMA_CM_EVENT_UNREACHABLE:
+		case RDMA_CM_EVENT_REJECTED:
+			/* An accepted connection's end. */
+			if (type == RDMA_CM_EVENT_DISCONNECTED)
+				ended++;
+			else
+				failed++;
+			ack(ev);
+			destroy(id);
+			break;
+		default:
+			fail("flood: unexpected %s (status %d)",
+			     rdma_event_str(type), ev->status);
+		}
+	}
+	if (rdma_destroy_id(listen_id))
+		fail("rdma_destroy_id(listen): %s", strerror(errno));
+	note("OK: flood: %lu requests, %lu rejected, %lu accepted, %lu established, %lu disconnected, %lu failed",
+	     reqs, rejected, accepted, established, ended, failed);
+	/* Every accepted connection ended (its id destroyed). */
+	if (ended + failed != accepted)
+		fail("flood: %lu accepted, %lu ended", accepted, ended + failed);
+	return 0;
+}
+
 static int server(void)
 {
 	struct rdma_cm_id *listen_id, *id;
@@ -215,9 +293,12 @@ static int server(void)
 		fail("rdma_create_id: %s", strerror(errno));
 	if (rdma_bind_addr(listen_id, rai->ai_src_addr))
 		fail("rdma_bind_addr %s:%s: %s", addr, port, strerror(errno));
-	if (rdma_listen(listen_id, 64))
+	if (rdma_listen(listen_id, backlog))
 		fail("rdma_listen: %s", strerror(errno));
-	note("listening on %s:%s mode %s", addr, port, mode_names[mode]);
+	note("listening on %s:%s mode %s backlog %d", addr, port, mode_names[mode],
+	     backlog);
+	if (mode == M_FLOOD)
+		return server_flood(listen_id);
 
 	for (i = 0; i < n; i++) {
 		snprintf(what, sizeof(what), "request %d", i);
@@ -462,7 +543,8 @@ static void usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s -s|-c -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K]\n"
 		"          [-P PARALLEL] [-t TIMEOUT_MS] [-l LEAD_MS] [-L LINGER_MS]\n"
-		"modes: both after reject destroy-req destroy-listen\n", argv0);
+		"          [-b BACKLOG]\n"
+		"modes: both after reject destroy-req destroy-listen flood (-s)\n", argv0);
 	exit(2);
 }
 
@@ -472,7 +554,7 @@ int main(int argc, char **argv)
 	unsigned int m;
 	int op, ret;
 
-	while ((op = getopt(argc, argv, "sca:p:m:n:k:P:t:l:L:")) != -1) {
+	while ((op = getopt(argc, argv, "sca:p:m:n:k:P:t:l:L:b:")) != -1) {
 		switch (op) {
 		case 's': is_server = 1; role = "server"; break;
 		case 'c': is_server = 0; role = "client"; break;
@@ -484,6 +566,7 @@ int main(int argc, char **argv)
 		case 't': timeout_ms = atoi(optarg); break;
 		case 'l': lead_ms = atoi(optarg); break;
 		case 'L': linger_ms = atoi(optarg); break;
+		case 'b': backlog = atoi(optarg); break;
 		case 'm':
 			for (m = 0; m < sizeof(mode_names) / sizeof(mode_names[0]); m++)
 				if (!strcmp(optarg, mode_names[m]))
@@ -497,7 +580,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (is_server < 0 || !addr || count < 1 || parallel < 1 || kth < 1 ||
-	    timeout_ms < 1)
+	    timeout_ms < 1 || backlog < 0 || (mode == M_FLOOD && !is_server))
 		usage(argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 

@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# A connect flood: raw TCP peers (mpa_peer.py flood, no rdma_cm on their
+# side) send thousands of well-formed MPA requests, over a thousand
+# connections at a time, to an rdma_cm listener with backlog 1024
+# (rdma_disc -m flood: every 16th request accepted with a QP, the others
+# rejected; the peer closes an accepted connection at once).  Free memory
+# and slab usage (/proc/meminfo MemFree, Slab, SUnreclaim, and kmalloc-1k
+# and kmalloc-512's active objects from /proc/slabinfo: a child cm_id and
+# a request's private data) are sampled before, every half second during,
+# and after the flood, and printed as "# flood: ..." lines.  Checks: every
+# request served (an MPA reply: accepted or rejected) or refused (closed
+# or reset without a reply, or the TCP connect refused: a full backlog),
+# none left unanswered; the listener's counts consistent (every accepted
+# connection ended); the listener still serving (an rping after it); the
+# iw_cm cm_id count (debugfs iw_cm/count) back to its baseline and the
+# table (iw_cm/cm_ids) as long as its count line; no splat.
+#
+# Both iw_cms: the C one has no cm_id count or table, so those checks
+# SKIP with it; it answers the flood the same way from the peer's side
+# (Documentation/iw_cm.rst, "Bounded memory under a connect flood").
+# IWCM_FLOOD_COUNT (default 3000) and IWCM_FLOOD_PARALLEL (1200) size it.
+. "$(dirname "$0")/lib.sh"
+
+PEER=$(dirname "$0")/mpa_peer.py
+DISC=$(dirname "$0")/rdma_disc
+PORT=7830
+COUNT=${IWCM_FLOOD_COUNT:-3000}
+PARALLEL=${IWCM_FLOOD_PARALLEL:-1200}
+TABLE=/sys/kernel/debug/iw_cm/cm_ids
+
+iwcm_init connect_flood 5 python3 rping
+[ -x "$DISC" ] || iwcm_skip_all "rdma_disc not built (make -C tools/testing/selftests/iw_cm)"
+iwcm_setup_or_bail
+
+# mem: one line of the figures, "MemFree Slab SUnreclaim kmalloc-1k kmalloc-512" (kB, kB, kB, objects, objects).
+mem() {
+	awk '/^MemFree:/ { f = $2 } /^Slab:/ { s = $2 } /^SUnreclaim:/ { u = $2 }
+	     END { printf "%d %d %d", f, s, u }' /proc/meminfo
+	if [ -r /proc/slabinfo ]; then
+		awk '$1 == "kmalloc-1k" { k = $2 } $1 == "kmalloc-512" { h = $2 }
+		     END { printf " %d %d\n", k, h }' /proc/slabinfo
+	else
+		echo " - -"
+	fi
+}
+show() {	# show WHAT "MemFree Slab SUnreclaim k1k k512"
+	local f s u k h
+	read -r f s u k h <<<"$2"
+	iwcm_log "flood: $1: MemFree $f kB, Slab $s kB, SUnreclaim $u kB, kmalloc-1k $k objects, kmalloc-512 $h objects"
+}
+
+# The listener, backlog 1024 (rdma_ucm's default max_backlog; set here in
+# case the guest's differs, rdma_ucm clamps to it).
+echo 1024 >/proc/sys/net/rdma_ucm/max_backlog 2>/dev/null
+slog=$IWCM_TMP/listener.log plog=$IWCM_TMP/peer.log
+iwcm_spawn srv "$slog" "$DISC" -s -a "$IWCM_ADDR" -p $PORT -m flood -b 1024 -k 16 -t 15000
+iwcm_wait_listen $PORT || iwcm_log "rdma_disc -m flood did not listen on $PORT"
+sync
+echo 1 >/proc/sys/vm/drop_caches 2>/dev/null
+before=$(mem)
+show before "$before"
+
+# A sampler during the flood.
+samples=$IWCM_TMP/samples
+: >"$samples"
+( while [ ! -e "$IWCM_TMP/stop" ]; do mem >>"$samples"; sleep 0.5; done ) &
+sampler=$!
+t0=$(__iwcm_now)
+timeout -k 5 120 python3 "$PEER" flood "$IWCM_ADDR" $PORT --count "$COUNT" \
+	--parallel "$PARALLEL" --timeout 45 >"$plog" 2>&1
+prc=$?
+touch "$IWCM_TMP/stop"
+wait "$sampler"
+iwcm_log "$(grep "flood:" "$plog" | tail -n1) (peer exit $prc, $(__iwcm_elapsed "$t0") s)"
+# During: the lowest MemFree and the highest of the others.
+during=$(awk 'NR == 1 || $1 < f { f = $1 } $2 > s { s = $2 } $3 > u { u = $3 }
+	      $4 > k { k = $4 } $5 > h { h = $5 }
+	      END { printf "%d %d %d %s %s", f, s, u, k, h }' "$samples")
+show "during ($(wc -l <"$samples") samples: lowest MemFree, highest others)" "$during"
+served=$(grep -oE "accepted [0-9]+, rejected [0-9]+" "$plog" | awk '{ print $2 + $4 }')
+iwcm_check "flood of $COUNT MPA requests, $PARALLEL at a time: each served or refused, none unanswered" \
+	eval '[ $prc -eq 0 ] && [ "${served:-0}" -gt 0 ]'
+
+# The listener: no request for 15 s ends it, with its counts.
+iwcm_wait "$srv" 60
+src=$?
+iwcm_log "$(grep -E "OK: flood|FAIL" "$slog" | tail -n1) (exit $src)"
+iwcm_check "listener handled every request it got, every accepted connection ended" \
+	eval '[ $src -eq 0 ] && grep -q "OK: flood" "$slog"'
+[ $src -eq 0 ] || iwcm_show_log "$slog"
+
+# Still serving: an rping through the same device after the flood.
+iwcm_check "rping after the flood" iwcm_rping_ok 3
+
+sleep 1
+echo 1 >/proc/sys/vm/drop_caches 2>/dev/null
+after=$(mem)
+show after "$after"
+read -r f0 s0 _ <<<"$before"
+read -r f1 s1 _ <<<"$after"
+iwcm_log "flood: after - before: MemFree $((f1 - f0)) kB, Slab $((s1 - s0)) kB"
+
+# The cm_id count back to its baseline, and the table as long as its count.
+if [ "$IWCM_IMPL" = rust ]; then
+	iwcm_wait_for 10 __iwcm_cmids_at_base
+	table_ok() {
+		awk 'NR == 1 { c = $1 } NR > 2 { r++ } END { exit !(c == r + 0) }' "$TABLE"
+	}
+	iwcm_check "cm_id count back to its baseline ($(iwcm_cm_ids), was $IWCM_CMIDS_BASE), table rows = count ($(sed -n 1p "$TABLE"))" \
+		eval '__iwcm_cmids_at_base && table_ok'
+else
+	ktap_test_skip "cm_id count and table: the C iw_cm has neither (the rdma_cm id check below covers it)"
+fi
+iwcm_finish
