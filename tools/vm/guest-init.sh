@@ -38,22 +38,25 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /mnt/results
 # over the host's /usr/lib, which has none).
 # With a test rdma_cm.ko in the results share (run.sh: the kernel's
 # rdma_cm plus tools/testing/rdma_cm/*.patch), a C iw_cm.ko (run.sh
-# IWCM_C_IWCM=iwpm-fixed: tools/testing/iw_cm_c/) or a test ib_isert.ko
-# (the ULP kernel: tools/testing/isert/), the overlay gets a tmpfs
+# IWCM_C_IWCM=iwpm-fixed: tools/testing/iw_cm_c/), a test ib_isert.ko or
+# smbdirect.ko (the ULP kernel: tools/testing/isert/, smbdirect/), the
+# overlay gets a tmpfs
 # upper layer and each such module takes the in-tree one's place, so that
 # every modprobe (rdma_ucm's, nvme-rdma's, the tests') loads it.
-if [ -f /mnt/results/rdma_cm.ko ] || [ -f /mnt/results/iw_cm.ko ] || [ -f /mnt/results/ib_isert.ko ]; then
+if [ -f /mnt/results/rdma_cm.ko ] || [ -f /mnt/results/iw_cm.ko ] || [ -f /mnt/results/ib_isert.ko ] ||
+	[ -f /mnt/results/smbdirect.ko ]; then
 	mkdir -p /mnt/lib-upper /mnt/lib-work
 	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib,upperdir=/mnt/lib-upper,workdir=/mnt/lib-work /usr/lib
-	for m in rdma_cm iw_cm ib_isert; do
+	for m in rdma_cm iw_cm ib_isert smbdirect; do
 		[ -f /mnt/results/$m.ko ] || continue
-		dir=core
+		dir=drivers/infiniband/core
 		case $m in
 		rdma_cm) what="the test rdma_cm (tools/testing/rdma_cm/)" ;;
 		iw_cm) what="the C iw_cm with the port mapper client fixed (tools/testing/iw_cm_c/)" ;;
-		ib_isert) what="the test isert (tools/testing/isert/)"; dir=ulp/isert ;;
+		ib_isert) what="the test isert (tools/testing/isert/)"; dir=drivers/infiniband/ulp/isert ;;
+		smbdirect) what="the test smbdirect (tools/testing/smbdirect/)"; dir=fs/smb/smbdirect ;;
 		esac
-		cm=/usr/lib/modules/$(uname -r)/kernel/drivers/infiniband/$dir/$m.ko
+		cm=/usr/lib/modules/$(uname -r)/kernel/$dir/$m.ko
 		# (run.sh fails the run unless this says "replaced".)
 		if [ -f "$cm" ] && cp /mnt/results/$m.ko "$cm"; then
 			echo replaced > /mnt/results/$m-status

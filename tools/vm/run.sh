@@ -24,8 +24,9 @@
 # IWCM_C_IWCM=stock|iwpm-fixed (the C iw_cm the guest's modprobe loads:
 # the kernel's, or tools/testing/iw_cm_c/'s iwcm.c with the port mapper
 # client fixed, put in its place; forwarded to the tests),
-# IWCM_ISERT=patched|stock and IWCM_ISERT_KO (on the ULP kernel: which
-# ib_isert.ko; default the test isert of tools/testing/isert/; forwarded),
+# IWCM_ISERT=patched|stock and IWCM_ISERT_KO, IWCM_SMBDIRECT and
+# IWCM_SMBDIRECT_KO (on the ULP kernel: which ib_isert.ko and smbdirect.ko;
+# default the test ones of tools/testing/isert/ and smbdirect/; forwarded),
 # IWCM_VM_SMP (vCPUs, default 2), IWCM_VM_LOCK (lock file that serialises VM runs; default
 # $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
 # Another kernel than the test kernel (tools/distro/vm-test.sh: Debian's):
@@ -75,7 +76,7 @@ printf '%s\n' "$@" > "$res/argv"
 	echo "set -o pipefail"
 	# The guest's HOME is /tmp: hand over where the kernel cache and the
 	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_SMBDIRECT IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
 		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf '%q ' "$@"; echo
@@ -122,30 +123,42 @@ iwpm-fixed)
 	fi ;;
 *) echo "VM: IWCM_C_IWCM must be stock or iwpm-fixed, not '$IWCM_C_IWCM'" >&2; exit 2 ;;
 esac
-# isert: on the ULP kernel, the test isert (tools/testing/isert/: the
-# kernel's LIO iSER target plus its fixes) replaces the kernel's
-# ib_isert.ko unless IWCM_ISERT=stock; IWCM_ISERT_KO names another build
-# (repro-removal-race.sh).
-isert_ko=${IWCM_ISERT_KO:-}
-if [ "$IWCM_KFLAVOUR" = ulp ] && [ -z "${IWCM_VM_KERNEL:-}" ]; then
-	case "${IWCM_ISERT:=patched}" in
-	stock) isert_ko= ;;
+# Test ULP modules, on the ULP kernel: the kernel's own module plus the
+# fixes in tools/testing/<name>/ (its build.sh; each patch is written for
+# upstream), put in place of the kernel's by guest-init.sh, with either
+# iw_cm.  IWCM_<NAME>=stock keeps the kernel's; IWCM_<NAME>_KO names
+# another build (isert's repro-removal-race.sh).
+#   isert      LIO's iSER target, ib_isert.ko (IWCM_ISERT, IWCM_ISERT_KO)
+#   smbdirect  SMB Direct for cifs and ksmbd, smbdirect.ko
+#              (IWCM_SMBDIRECT, IWCM_SMBDIRECT_KO)
+test_ulp_module() {	# test_ulp_module NAME MODULE BUILT_KO
+	local name=$1 mod=$2 var ko_var choice ko
+	var=IWCM_${name^^}
+	ko_var=${var}_KO
+	choice=${!var:-patched}
+	ko=${!ko_var:-}
+	case "$choice" in
+	stock) ko= ;;
 	patched)
-		if [ -z "$isert_ko" ]; then
-			isert_ko=$IWCM_TOP/tools/testing/isert/build/ib_isert.ko
+		if [ -z "$ko" ]; then
+			ko=$IWCM_TOP/tools/testing/$name/$3
 			mkdir -p "$IWCM_CACHE"
-			if ! flock "$IWCM_CACHE/isert-build.lock" \
-				"$IWCM_TOP/tools/testing/isert/build.sh" > "$res/isert-build.log" 2>&1; then
-				tail -n 20 "$res/isert-build.log" >&2
-				echo "VM: test isert build failed (tools/testing/isert/build.sh)" >&2
+			if ! flock "$IWCM_CACHE/$name-build.lock" \
+				"$IWCM_TOP/tools/testing/$name/build.sh" > "$res/$name-build.log" 2>&1; then
+				tail -n 20 "$res/$name-build.log" >&2
+				echo "VM: test $name build failed (tools/testing/$name/build.sh)" >&2
 				exit 2
 			fi
 		fi
-		[ -f "$isert_ko" ] || { echo "VM: no test isert at $isert_ko" >&2; exit 2; } ;;
-	*) echo "VM: IWCM_ISERT must be patched or stock, not '$IWCM_ISERT'" >&2; exit 2 ;;
+		[ -f "$ko" ] || { echo "VM: no test $name at $ko" >&2; exit 2; } ;;
+	*) echo "VM: $var must be patched or stock, not '$choice'" >&2; exit 2 ;;
 	esac
-	export IWCM_ISERT
-	[ -z "$isert_ko" ] || cp "$isert_ko" "$res/ib_isert.ko"
+	export "$var=$choice"
+	[ -z "$ko" ] || cp "$ko" "$res/$mod.ko"
+}
+if [ "$IWCM_KFLAVOUR" = ulp ] && [ -z "${IWCM_VM_KERNEL:-}" ]; then
+	test_ulp_module isert ib_isert build/ib_isert.ko
+	test_ulp_module smbdirect smbdirect build/smbdirect/smbdirect.ko
 fi
 # The selftests, built (the C tool, gcc: seconds here, most of a minute
 # under TCG) and installed in the kselftest layout here, into the results
@@ -263,7 +276,7 @@ fi
 # A module asked for in place of the kernel's (the test rdma_cm, the fixed
 # C iw_cm): the guest must have put it there (guest-init.sh), or the run
 # tested the kernel's.
-for m in rdma_cm iw_cm ib_isert; do
+for m in rdma_cm iw_cm ib_isert smbdirect; do
 	[ -f "$res/$m.ko" ] || continue
 	if [ "$(cat "$res/$m-status" 2>/dev/null)" != replaced ]; then
 		echo "VM: the $m.ko asked for was not put in place of the kernel's ($(cat "$res/$m-status" 2>/dev/null || echo "no status from the guest")): run fails"
