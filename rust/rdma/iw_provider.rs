@@ -11,18 +11,22 @@
 //! drivers/infiniband/core/iwcm.c.
 
 use crate::bindings;
+use crate::rdma::shared_cm_id::SharedCmId;
 use core::ptr::NonNull;
 use kernel::error::{to_result, Result};
 use kernel::prelude::*;
 
-/// An iWARP-capable `struct ib_device`.
+/// An iWARP-capable `struct ib_device`, owned by the one cm_id made for it
+/// (neither `Copy` nor `Clone`: a child cm_id gets its own with
+/// [`IwDevice::for_child`]).
 ///
 /// # Invariants
 ///
-/// `ptr` points to a registered `struct ib_device` whose `ops.iw_*` members
-/// are set (the device is iWARP), and it stays valid while this value exists:
-/// rdma_cm and the ULP hold the device while any of its cm_ids exists.
-#[derive(Clone, Copy)]
+/// `ptr` points to a registered `struct ib_device` and stays valid while
+/// this value exists: the ULP (rdma_cm) holds the device while it holds a
+/// cm_id of it, and the cm_id that owns this value uses it only while its
+/// ULP holds it (after that, a late provider upcall reads the cm_id's cached
+/// copy of what it needs, never the device).
 pub(crate) struct IwDevice {
     ptr: NonNull<bindings::ib_device>,
 }
@@ -55,6 +59,25 @@ impl IwDevice {
     /// The raw `struct ib_device *`.
     pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ptr.as_ptr()
+    }
+
+    /// The same device for a child cm_id of a listener that owns `self`:
+    /// the child is the ULP's cm_id of this device as soon as its
+    /// CONNECT_REQUEST is delivered, and rdma_cm's hold on the device (its
+    /// listener's) lasts while the request may still be delivered.
+    pub(crate) fn for_child(&self) -> Self {
+        // INVARIANT: see above.
+        Self { ptr: self.ptr }
+    }
+
+    /// Whether `cm_id` was made for this device: only then may its
+    /// provider get it.
+    fn owns(&self, cm_id: &SharedCmId) -> Result {
+        if cm_id.device() == self.ptr.as_ptr() {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
     }
 
     /// `dev_name(&ibdev->dev)`: the device's name ("siw0", "iwp0s3", ...),
@@ -145,51 +168,45 @@ impl IwDevice {
         // SAFETY: the device is valid (type invariant); `iw_get_qp` accepts
         // any QP number and returns null when it is unknown.
         let qp = NonNull::new(unsafe { get(self.ptr.as_ptr(), qpn) })?;
-        // SAFETY: `qp` was just returned by the provider for this device.
-        unsafe { QpRef::acquire(*self, qp) }
+        let ops = QpRefOps {
+            add: self.ops().iw_add_ref?,
+            rem: self.ops().iw_rem_ref?,
+        };
+        // SAFETY: `qp` was just returned by the provider for this device,
+        // whose reference ops `ops` are.
+        unsafe { QpRef::acquire(ops, qp) }
     }
 
-    /// `iw_connect`: starts an active connection for `cm_id`.
+    /// `iw_connect`: starts an active connection for `cm_id`, a cm_id of
+    /// this device (else `EINVAL`), with the ULP's `param` (private data,
+    /// ird/ord, QP number).
     ///
     /// Events (CONNECT_REPLY) may be delivered to `cm_id->event_handler`
-    /// before this returns.  May sleep.
-    ///
-    /// # Safety
-    ///
-    /// `cm_id` and `param` are valid for the call; `cm_id` belongs to this
-    /// device and has `event_handler`/`add_ref`/`rem_ref` set.
-    pub(crate) unsafe fn connect(
-        &self,
-        cm_id: *mut bindings::iw_cm_id,
-        param: *mut ConnParam,
-    ) -> Result {
+    /// before this returns; the provider takes its own reference on the
+    /// cm_id (`add_ref`) for any it keeps.  May sleep.
+    pub(crate) fn connect(&self, cm_id: &SharedCmId, param: &mut ConnParam) -> Result {
+        self.owns(cm_id)?;
         let f = self.ops().iw_connect.ok_or_else(missing_op)?;
-        // SAFETY: guaranteed by the caller.
-        to_result(unsafe { f(cm_id, param) })
+        // SAFETY: `cm_id` is a cm_id of this device with its callbacks set
+        // (`SharedCmId`'s invariant), borrowed for the call; `param` is a
+        // valid parameter block, exclusively borrowed for the call.
+        to_result(unsafe { f(cm_id.as_ptr(), param) })
     }
 
-    /// `iw_accept`: accepts the connection request of `cm_id`.  May sleep.
-    ///
-    /// # Safety
-    ///
-    /// As for [`IwDevice::connect`].
-    pub(crate) unsafe fn accept(
-        &self,
-        cm_id: *mut bindings::iw_cm_id,
-        param: *mut ConnParam,
-    ) -> Result {
+    /// `iw_accept`: accepts the connection request of `cm_id`, as for
+    /// [`IwDevice::connect`].  May sleep.
+    pub(crate) fn accept(&self, cm_id: &SharedCmId, param: &mut ConnParam) -> Result {
+        self.owns(cm_id)?;
         let f = self.ops().iw_accept.ok_or_else(missing_op)?;
-        // SAFETY: guaranteed by the caller.
-        to_result(unsafe { f(cm_id, param) })
+        // SAFETY: as in `connect`.
+        to_result(unsafe { f(cm_id.as_ptr(), param) })
     }
 
-    /// `iw_reject`: rejects the connection request of `cm_id`, sending
-    /// `pdata` (at most 255 bytes) to the peer.  May sleep.
-    ///
-    /// # Safety
-    ///
-    /// `cm_id` is valid for the call and belongs to this device.
-    pub(crate) unsafe fn reject(&self, cm_id: *mut bindings::iw_cm_id, pdata: &[u8]) -> Result {
+    /// `iw_reject`: rejects the connection request of `cm_id`, a cm_id of
+    /// this device (else `EINVAL`), sending `pdata` (at most 255 bytes,
+    /// else `EINVAL`) to the peer.  May sleep.
+    pub(crate) fn reject(&self, cm_id: &SharedCmId, pdata: &[u8]) -> Result {
+        self.owns(cm_id)?;
         let f = self.ops().iw_reject.ok_or_else(missing_op)?;
         let len = u8::try_from(pdata.len()).map_err(|_| EINVAL)?;
         let p = if pdata.is_empty() {
@@ -197,35 +214,36 @@ impl IwDevice {
         } else {
             pdata.as_ptr().cast()
         };
-        // SAFETY: guaranteed by the caller; `p` is valid for `len` bytes.
-        to_result(unsafe { f(cm_id, p, len) })
+        // SAFETY: `cm_id` as in `connect`; `p` is null or valid for `len`
+        // bytes, which the provider copies during the call.
+        to_result(unsafe { f(cm_id.as_ptr(), p, len) })
     }
 
-    /// `iw_create_listen`: starts listening on `cm_id->local_addr`.  May sleep.
-    ///
-    /// # Safety
-    ///
-    /// As for [`IwDevice::reject`].
-    pub(crate) unsafe fn create_listen(
-        &self,
-        cm_id: *mut bindings::iw_cm_id,
-        backlog: i32,
-    ) -> Result {
+    /// `iw_create_listen`: starts listening on `cm_id->local_addr`, for
+    /// a cm_id of this device (else `EINVAL`).  May sleep.
+    pub(crate) fn create_listen(&self, cm_id: &SharedCmId, backlog: i32) -> Result {
+        self.owns(cm_id)?;
         let f = self.ops().iw_create_listen.ok_or_else(missing_op)?;
-        // SAFETY: guaranteed by the caller.
-        to_result(unsafe { f(cm_id, backlog) })
+        // SAFETY: as in `connect`.
+        to_result(unsafe { f(cm_id.as_ptr(), backlog) })
     }
 
-    /// `iw_destroy_listen`: stops listening.  May sleep.
-    ///
-    /// # Safety
-    ///
-    /// As for [`IwDevice::reject`]; `cm_id` is listening.
-    pub(crate) unsafe fn destroy_listen(&self, cm_id: *mut bindings::iw_cm_id) -> Result {
+    /// `iw_destroy_listen`: stops listening on `cm_id`, a listening cm_id
+    /// of this device (else `EINVAL`).  May sleep.
+    pub(crate) fn destroy_listen(&self, cm_id: &SharedCmId) -> Result {
+        self.owns(cm_id)?;
         let f = self.ops().iw_destroy_listen.ok_or_else(missing_op)?;
-        // SAFETY: guaranteed by the caller.
-        to_result(unsafe { f(cm_id) })
+        // SAFETY: as in `connect`.
+        to_result(unsafe { f(cm_id.as_ptr()) })
     }
+}
+
+/// A provider's QP reference ops (`iw_add_ref`, `iw_rem_ref`), copied from
+/// its device: a [`QpRef`] may outlive the cm_id and its device handle.
+#[derive(Clone, Copy)]
+struct QpRefOps {
+    add: unsafe extern "C" fn(*mut bindings::ib_qp),
+    rem: unsafe extern "C" fn(*mut bindings::ib_qp),
 }
 
 /// One `iw_add_ref` reference on a QP, released by `iw_rem_ref` on drop.
@@ -238,9 +256,10 @@ impl IwDevice {
 ///
 /// # Invariants
 ///
-/// `qp` is a QP of `dev` on which this value owns one `iw_add_ref` reference.
+/// `qp` is a QP on which this value owns one reference taken with
+/// `ops.add`, given back with `ops.rem` (its provider's ops).
 pub(crate) struct QpRef {
-    dev: IwDevice,
+    ops: QpRefOps,
     qp: NonNull<bindings::ib_qp>,
 }
 
@@ -255,15 +274,13 @@ impl QpRef {
     ///
     /// # Safety
     ///
-    /// `qp` is a live QP of `dev` (the caller holds a reference or the
-    /// provider's lookup just returned it).
-    unsafe fn acquire(dev: IwDevice, qp: NonNull<bindings::ib_qp>) -> Option<Self> {
-        let add = dev.ops().iw_add_ref?;
-        dev.ops().iw_rem_ref?;
+    /// `qp` is a live QP of the provider whose reference ops `ops` are (the
+    /// caller holds a reference or the provider's lookup just returned it).
+    unsafe fn acquire(ops: QpRefOps, qp: NonNull<bindings::ib_qp>) -> Option<Self> {
         // SAFETY: `qp` is live (caller); `iw_add_ref` takes a reference.
-        unsafe { add(qp.as_ptr()) };
+        unsafe { (ops.add)(qp.as_ptr()) };
         // INVARIANT: we own the reference just taken.
-        Some(Self { dev, qp })
+        Some(Self { ops, qp })
     }
 
     /// The QP's number (`qp_num`, set at creation).  Any context.
@@ -275,8 +292,8 @@ impl QpRef {
 
     /// Another reference on the same QP (`iw_add_ref`).  Does not sleep.
     pub(crate) fn try_clone(&self) -> Option<Self> {
-        // SAFETY: `self` keeps the QP alive.
-        unsafe { Self::acquire(self.dev, self.qp) }
+        // SAFETY: `self` keeps the QP alive; `ops` are its provider's.
+        unsafe { Self::acquire(self.ops, self.qp) }
     }
 
     fn modify_state(&self, state: bindings::ib_qp_state) -> Result {
@@ -309,16 +326,6 @@ impl QpRef {
 /// The C `struct iw_cm_conn_param` of `iw_cm_connect`/`iw_cm_accept`,
 /// passed through to the provider.
 pub(crate) type ConnParam = bindings::iw_cm_conn_param;
-
-/// `qpn` of a connection's parameters: the QP the ULP connects or accepts.
-///
-/// # Safety
-///
-/// `param` is valid for reads.
-pub(crate) unsafe fn conn_param_qpn(param: *const ConnParam) -> u32 {
-    // SAFETY: guaranteed by the caller.
-    unsafe { (*param).qpn }
-}
 
 /// The C `struct ib_qp_attr` of `iw_cm_init_qp_attr`.
 pub(crate) type QpAttr = bindings::ib_qp_attr;
@@ -357,9 +364,8 @@ pub(crate) fn set_init_qp_attr(attr: &mut QpAttr, mask: &mut i32) {
 
 impl Drop for QpRef {
     fn drop(&mut self) {
-        if let Some(rem) = self.dev.ops().iw_rem_ref {
-            // SAFETY: we own one reference (type invariant); this gives it back.
-            unsafe { rem(self.qp.as_ptr()) };
-        }
+        // SAFETY: we own one reference taken with `ops.add` (type
+        // invariant); `ops.rem` gives it back.
+        unsafe { (self.ops.rem)(self.qp.as_ptr()) };
     }
 }

@@ -5,8 +5,10 @@
 //! its fields by this project is here.
 //!
 //! Who writes what (iwcm.c's unwritten protocol, kept here):
-//! - `cm_handler`, `context`, `device` and the provider callbacks are set
-//!   at creation and never change;
+//! - `context`, `device` and the provider callbacks are set at creation
+//!   and never change; so is `cm_handler`, except that rdma_cm rewrites a
+//!   child's inside the child's own CONNECT_REQUEST handler
+//!   (cma.c `iw_conn_req_handler`), i.e. in that cm_id's delivery;
 //! - `local_addr`/`remote_addr` are written by the ULP before listen or
 //!   connect, and by iw_cm for a child it creates or while it delivers a
 //!   CONNECT_REPLY (the only thread that touches a connecting id's
@@ -37,7 +39,8 @@ pub(crate) type RawCmId = bindings::iw_cm_id;
 ///
 /// # Invariants
 ///
-/// The struct was fully initialised by [`SharedCmId::new`].
+/// The struct was fully initialised by [`SharedCmId::new`]: its `device`
+/// and iw_cm's provider callbacks are set for good.
 #[repr(transparent)]
 pub(crate) struct SharedCmId(Opaque<bindings::iw_cm_id>);
 
@@ -72,14 +75,24 @@ impl SharedCmId {
         self.0.get()
     }
 
-    /// The ULP's handler and context (set at creation; rdma_cm changes a
-    /// child's `cm_handler` inside its own CONNECT_REQUEST handler, which
-    /// is the only concurrent write: this module reads it for the call, in
-    /// the delivery of that cm_id, and for a new child).
+    /// The `struct ib_device *` it was made for (set at creation, never
+    /// changed); for a comparison, not dereferenced here.  Any context.
+    pub(crate) fn device(&self) -> *mut bindings::ib_device {
+        // SAFETY: `as_ptr()` is valid (type invariant); `device` is written
+        // only at creation.
+        unsafe { (*self.as_ptr()).device }
+    }
+
+    /// The ULP's handler and context, for a call in this cm_id's delivery
+    /// or for a new child of it (a listener's handler is never rewritten).
     pub(crate) fn handler_context(&self) -> (CmHandler, *mut c_void) {
         let p = self.as_ptr();
-        // SAFETY: `p` is valid (type invariant); these fields are written
-        // only at creation.
+        // SAFETY: `p` is valid (type invariant).  `context` is written only
+        // at creation; `cm_handler` also by rdma_cm inside this cm_id's
+        // CONNECT_REQUEST handler, which runs in this cm_id's delivery,
+        // and a read here is in a later delivery of it (ordered after that
+        // one by the cm_id's lock) or of a listener, whose handler rdma_cm
+        // never rewrites.
         unsafe { ((*p).cm_handler, (*p).context) }
     }
 

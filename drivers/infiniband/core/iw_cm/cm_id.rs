@@ -55,8 +55,7 @@ use crate::c_helpers::{self, ModulePin};
 use crate::event_check::{self, Faults, Kind, Verdict};
 use crate::rdma::cm_event::{CmEvent, CmHandler, EventType, RawCmEvent};
 use crate::rdma::iw_provider::{
-    conn_param_qpn, qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget,
-    QpRef,
+    qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget, QpRef,
 };
 use crate::rdma::shared_cm_id::{Callbacks, RawCmId, SharedCmId};
 use crate::rdma::sockaddr;
@@ -388,7 +387,7 @@ impl CmId {
         context: *mut c_void,
     ) -> Result<table::Unlisted> {
         Self::alloc(
-            listener.dev,
+            listener.dev.for_child(),
             listener.dev_info,
             cm_handler,
             context,
@@ -574,10 +573,8 @@ impl CmId {
             }
         };
         let ret = if actions.contains(Actions::PROVIDER_LISTEN) {
-            self.map_ports(false).and_then(|()| {
-                // SAFETY: `raw` is this live cm_id of `dev`.
-                unsafe { self.dev.create_listen(self.raw(), backlog_i32) }
-            })
+            self.map_ports(false)
+                .and_then(|()| self.dev.create_listen(&self.raw, backlog_i32))
         } else {
             Ok(())
         };
@@ -591,23 +588,12 @@ impl CmId {
     }
 
     /// `iw_cm_connect`.
-    ///
-    /// # Safety
-    ///
-    /// `param` is valid for the call.
-    pub(crate) unsafe fn connect(&self, param: *mut ConnParam) -> Result {
-        if param.is_null() {
-            return Err(EINVAL);
-        }
+    pub(crate) fn connect(&self, param: &mut ConnParam) -> Result {
         self.reserve_events(ACTIVE_EVENT_SLOTS, GFP_KERNEL)?;
-        // SAFETY: `param` is valid (caller).
-        let qpn = unsafe { conn_param_qpn(param) };
-        let actions = self.attach_qp(Input::Connect, qpn)?;
+        let actions = self.attach_qp(Input::Connect, param.qpn)?;
         let ret = if actions.contains(Actions::PROVIDER_CONNECT) {
-            self.map_ports(true).and_then(|()| {
-                // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
-                unsafe { self.dev.connect(self.raw(), param) }
-            })
+            self.map_ports(true)
+                .and_then(|()| self.dev.connect(&self.raw, param))
         } else {
             Ok(())
         };
@@ -618,20 +604,10 @@ impl CmId {
     }
 
     /// `iw_cm_accept`.
-    ///
-    /// # Safety
-    ///
-    /// `param` is valid for the call.
-    pub(crate) unsafe fn accept(&self, param: *mut ConnParam) -> Result {
-        if param.is_null() {
-            return Err(EINVAL);
-        }
-        // SAFETY: `param` is valid (caller).
-        let qpn = unsafe { conn_param_qpn(param) };
-        let actions = self.attach_qp(Input::Accept, qpn)?;
+    pub(crate) fn accept(&self, param: &mut ConnParam) -> Result {
+        let actions = self.attach_qp(Input::Accept, param.qpn)?;
         let ret = if actions.contains(Actions::PROVIDER_ACCEPT) {
-            // SAFETY: `raw` is this live cm_id of `dev`; `param` is valid.
-            unsafe { self.dev.accept(self.raw(), param) }
+            self.dev.accept(&self.raw, param)
         } else {
             Ok(())
         };
@@ -701,8 +677,7 @@ impl CmId {
             }
         };
         let ret = if actions.contains(Actions::PROVIDER_REJECT) {
-            // SAFETY: `raw` is this live cm_id of `dev`, with a pending request.
-            unsafe { self.dev.reject(self.raw(), pdata) }
+            self.dev.reject(&self.raw, pdata)
         } else {
             Ok(())
         };
@@ -819,13 +794,11 @@ impl CmId {
             }
         }
         if actions.contains(Actions::PROVIDER_DESTROY_LISTEN) {
-            // SAFETY: `raw` is this live, listening cm_id of `dev`.
-            let _ = unsafe { self.dev.destroy_listen(self.raw()) };
+            let _ = self.dev.destroy_listen(&self.raw);
         }
         if actions.contains(Actions::PROVIDER_REJECT) {
-            // SAFETY: `raw` is this live cm_id of `dev`, with a pending
-            // request that nobody accepted.
-            let _ = unsafe { self.dev.reject(self.raw(), &[]) };
+            // A pending request that nobody accepted.
+            let _ = self.dev.reject(&self.raw, &[]);
         }
         // Requests queued on a listener and never delivered: each one
         // holds a provider object (siw: a reference on its endpoint and the

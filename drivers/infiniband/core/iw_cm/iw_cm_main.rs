@@ -282,8 +282,12 @@ pub unsafe extern "C" fn iw_cm_accept(
 ) -> i32 {
     // SAFETY: guaranteed by the caller.
     let id = unsafe { CmId::borrow(cm_id) };
-    // SAFETY: guaranteed by the caller.
-    errno(unsafe { id.accept(iw_param) })
+    // SAFETY: `iw_param` is null or valid and not used by anyone else
+    // during the call (caller).
+    let Some(param) = (unsafe { iw_param.as_mut() }) else {
+        return EINVAL.to_errno();
+    };
+    errno(id.accept(param))
 }
 
 /// `iw_cm_reject()`: rejects the request delivered with CONNECT_REQUEST,
@@ -330,8 +334,12 @@ pub unsafe extern "C" fn iw_cm_connect(
 ) -> i32 {
     // SAFETY: guaranteed by the caller.
     let id = unsafe { CmId::borrow(cm_id) };
-    // SAFETY: guaranteed by the caller.
-    errno(unsafe { id.connect(iw_param) })
+    // SAFETY: `iw_param` is null or valid and not used by anyone else
+    // during the call (caller).
+    let Some(param) = (unsafe { iw_param.as_mut() }) else {
+        return EINVAL.to_errno();
+    };
+    errno(id.connect(param))
 }
 
 /// `iw_cm_disconnect()`: closes the connection, gracefully (QP to SQD) or
