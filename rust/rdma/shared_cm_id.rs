@@ -19,10 +19,11 @@
 //! - `provider_data` is written by iw_cm for a new child before anyone
 //!   else sees it, and read by the provider.
 //!
-//! The methods that read or write a field another party may write are
-//! `unsafe`: the caller states which rule above makes the access
-//! race-free.  Fields are always accessed through the raw pointer, never
-//! through a `&mut iw_cm_id`.
+//! The fields another party may write are read and written through a
+//! [`Fields`] (addresses, `mapped`) or an [`Unseen`] (a child no one else
+//! can reach: also `provider_data` and the handler): whoever makes one
+//! states which rule above makes the access race-free.  Fields are always
+//! accessed through the raw pointer, never through a `&mut iw_cm_id`.
 
 use crate::bindings;
 use crate::rdma::cm_event::{CmEvent, CmHandler};
@@ -124,17 +125,6 @@ impl SharedCmId {
         }
     }
 
-    /// `local_addr` and `remote_addr`.
-    ///
-    /// # Safety
-    ///
-    /// No other party writes them concurrently (see the module's rules).
-    pub(crate) unsafe fn addrs(&self) -> (SockAddr, SockAddr) {
-        let p = self.as_ptr();
-        // SAFETY: valid (type invariant); no concurrent writer (caller).
-        unsafe { ((*p).local_addr, (*p).remote_addr) }
-    }
-
     /// Copies of `local_addr`, `remote_addr`, `m_local_addr` and
     /// `m_remote_addr`, for a report (debugfs `iw_cm/cm_ids`): volatile
     /// reads without ordering against their writers, so a copy taken while
@@ -154,97 +144,125 @@ impl SharedCmId {
             )
         }
     }
+}
 
-    /// Sets `local_addr` and `remote_addr`, with volatile writes: the
-    /// table's [`SharedCmId::snapshot_addrs`] may read them meanwhile.
+/// The right to read and write a cm_id's addresses (`local_addr`,
+/// `remote_addr`, `m_local_addr`, `m_remote_addr`) and its `mapped` bit,
+/// held by the party that may access them now (the module's rules):
+/// the ULP's own listen or connect call before the provider has the
+/// cm_id, iw_cm delivering a CONNECT_REPLY, a listening cm_id's reader,
+/// iw_cm setting up a child no one else can reach ([`Unseen`]).
+///
+/// # Invariants
+///
+/// While it exists, no one else writes those fields, and no one else
+/// reads them but [`SharedCmId::snapshot_addrs`] (volatile reads, which the
+/// writes here pair with).
+pub(crate) struct Fields<'a>(&'a SharedCmId);
+
+impl<'a> Fields<'a> {
+    /// Claims the fields of `id` for `'a`.
     ///
     /// # Safety
     ///
-    /// The caller is the only party that may access them now, but for
-    /// [`SharedCmId::snapshot_addrs`] (a cm_id in the table).
-    pub(crate) unsafe fn set_addrs(&self, local: SockAddr, remote: SockAddr) {
-        let p = self.as_ptr();
-        // SAFETY: valid (type invariant); no other writer and no other
-        // reader but `snapshot_addrs`, whose volatile reads of plain data
-        // these volatile writes pair with (caller).
+    /// For `'a`, no one else writes them and no one else reads them but
+    /// [`SharedCmId::snapshot_addrs`] (the caller says which of the
+    /// module's rules makes it so).
+    pub(crate) unsafe fn assume(id: &'a SharedCmId) -> Self {
+        // INVARIANT: guaranteed by the caller.
+        Self(id)
+    }
+
+    /// `local_addr` and `remote_addr`.
+    pub(crate) fn addrs(&self) -> (SockAddr, SockAddr) {
+        let p = self.0.as_ptr();
+        // SAFETY: `p` is valid (`SharedCmId`'s invariant); no concurrent
+        // writer (type invariant).
+        unsafe { ((*p).local_addr, (*p).remote_addr) }
+    }
+
+    /// `m_local_addr` and `m_remote_addr`.
+    pub(crate) fn mapped_addrs(&self) -> (SockAddr, SockAddr) {
+        let p = self.0.as_ptr();
+        // SAFETY: as in `addrs`.
+        unsafe { ((*p).m_local_addr, (*p).m_remote_addr) }
+    }
+
+    /// The `mapped` bit.
+    pub(crate) fn is_mapped(&self) -> bool {
+        // SAFETY: as in `addrs`.
+        unsafe { bindings::iw_cm_id::mapped_raw(self.0.as_ptr()) }
+    }
+
+    /// Sets `local_addr` and `remote_addr`.
+    pub(crate) fn set_addrs(&mut self, local: SockAddr, remote: SockAddr) {
+        let p = self.0.as_ptr();
+        // SAFETY: `p` is valid; no other writer and no other reader but
+        // `snapshot_addrs`, whose volatile reads of plain data these
+        // volatile writes pair with (type invariant).
         unsafe {
             core::ptr::write_volatile(&raw mut (*p).local_addr, local);
             core::ptr::write_volatile(&raw mut (*p).remote_addr, remote);
         }
     }
 
-    /// `m_local_addr` and `m_remote_addr`.
-    ///
-    /// # Safety
-    ///
-    /// No other party writes them concurrently.
-    pub(crate) unsafe fn mapped_addrs(&self) -> (SockAddr, SockAddr) {
-        let p = self.as_ptr();
-        // SAFETY: valid (type invariant); no concurrent writer (caller).
-        unsafe { ((*p).m_local_addr, (*p).m_remote_addr) }
-    }
-
-    /// Sets `m_local_addr` and `m_remote_addr`, with volatile writes: the
-    /// table's [`SharedCmId::snapshot_addrs`] may read them meanwhile.
-    ///
-    /// # Safety
-    ///
-    /// The caller is the only party that may access them now, but for
-    /// [`SharedCmId::snapshot_addrs`] (a cm_id in the table).
-    pub(crate) unsafe fn set_mapped_addrs(&self, local: SockAddr, remote: SockAddr) {
-        let p = self.as_ptr();
-        // SAFETY: valid (type invariant); no other writer and no other
-        // reader but `snapshot_addrs`, whose volatile reads of plain data
-        // these volatile writes pair with (caller).
+    /// Sets `m_local_addr` and `m_remote_addr`.
+    pub(crate) fn set_mapped_addrs(&mut self, local: SockAddr, remote: SockAddr) {
+        let p = self.0.as_ptr();
+        // SAFETY: as in `set_addrs`.
         unsafe {
             core::ptr::write_volatile(&raw mut (*p).m_local_addr, local);
             core::ptr::write_volatile(&raw mut (*p).m_remote_addr, remote);
         }
     }
 
-    /// The `mapped` bit.
-    ///
-    /// # Safety
-    ///
-    /// No other party writes it concurrently.
-    pub(crate) unsafe fn is_mapped(&self) -> bool {
-        // SAFETY: valid (type invariant); no concurrent writer (caller).
-        unsafe { bindings::iw_cm_id::mapped_raw(self.as_ptr()) }
-    }
-
     /// Sets the `mapped` bit.
+    pub(crate) fn set_mapped(&mut self) {
+        // SAFETY: valid; the bitfield has no other accessor now (type
+        // invariant; `snapshot_addrs` does not read it).
+        unsafe { bindings::iw_cm_id::set_mapped_raw(self.0.as_ptr(), true) };
+    }
+}
+
+/// The right to write every field iw_cm writes of a cm_id that no one else
+/// can reach yet: a CONNECT_REQUEST's child before its request is
+/// delivered, which neither the ULP, nor the provider, nor a table reader
+/// has seen.
+///
+/// # Invariants
+///
+/// While it exists, no one else accesses the cm_id's `struct iw_cm_id`.
+pub(crate) struct Unseen<'a>(&'a SharedCmId);
+
+impl<'a> Unseen<'a> {
+    /// Claims `id`, which no one else can reach, for `'a`.
     ///
     /// # Safety
     ///
-    /// The caller is the only party that may access the bitfield now.
-    pub(crate) unsafe fn set_mapped(&self) {
-        // SAFETY: valid (type invariant); exclusive (caller).
-        unsafe { bindings::iw_cm_id::set_mapped_raw(self.as_ptr(), true) };
+    /// For `'a`, no one else accesses `id`'s `struct iw_cm_id`.
+    pub(crate) unsafe fn assume(id: &'a SharedCmId) -> Self {
+        // INVARIANT: guaranteed by the caller.
+        Self(id)
     }
 
-    /// Sets `provider_data` (a child's connection request, for the
-    /// provider's accept or reject).
-    ///
-    /// # Safety
-    ///
-    /// The cm_id is not yet visible to the ULP, the provider or the
-    /// table's readers: no one else can access it.
-    pub(crate) unsafe fn set_provider_data(&self, data: *mut c_void) {
-        // SAFETY: valid (type invariant); exclusive (caller).
-        unsafe { (*self.as_ptr()).provider_data = data };
+    /// Its addresses and `mapped` bit.
+    pub(crate) fn fields(&mut self) -> Fields<'_> {
+        // INVARIANT: no one else accesses any field (type invariant).
+        Fields(self.0)
+    }
+
+    /// Sets `provider_data` (the request, for the provider's accept or
+    /// reject).
+    pub(crate) fn set_provider_data(&mut self, data: *mut c_void) {
+        // SAFETY: valid; exclusive (type invariant).
+        unsafe { (*self.0.as_ptr()).provider_data = data };
     }
 
     /// Clears `cm_handler` and `context`: a cm_id iw_cm uses on its own (to
     /// reject a request no ULP will see) calls no ULP.
-    ///
-    /// # Safety
-    ///
-    /// The cm_id is not yet visible to the ULP, the provider or the
-    /// table's readers (which read `cm_handler`): no one else can access
-    /// it.
-    pub(crate) unsafe fn clear_handler(&self) {
-        let p = self.as_ptr();
-        // SAFETY: valid (type invariant); exclusive (caller).
+    pub(crate) fn clear_handler(&mut self) {
+        let p = self.0.as_ptr();
+        // SAFETY: valid; exclusive (type invariant).
         unsafe {
             (*p).cm_handler = None;
             (*p).context = core::ptr::null_mut();

@@ -57,7 +57,7 @@ use crate::rdma::cm_event::{CmEvent, CmHandler, EventType, RawCmEvent};
 use crate::rdma::iw_provider::{
     qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget, QpRef,
 };
-use crate::rdma::shared_cm_id::{Callbacks, RawCmId, SharedCmId};
+use crate::rdma::shared_cm_id::{Callbacks, Fields, RawCmId, SharedCmId, Unseen};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
@@ -573,7 +573,12 @@ impl CmId {
             }
         };
         let ret = if actions.contains(Actions::PROVIDER_LISTEN) {
-            self.map_ports(false)
+            // SAFETY: this call took the cm_id out of Idle, so no
+            // CONNECT_REPLY delivery writes its addresses, the provider has
+            // not seen it, and its ULP does not touch them during its own
+            // listen call (iw_cm_listen's rule).
+            let fields = unsafe { Fields::assume(&self.raw) };
+            self.map_ports(fields, false)
                 .and_then(|()| self.dev.create_listen(&self.raw, backlog_i32))
         } else {
             Ok(())
@@ -592,7 +597,11 @@ impl CmId {
         self.reserve_events(ACTIVE_EVENT_SLOTS, GFP_KERNEL)?;
         let actions = self.attach_qp(Input::Connect, param.qpn)?;
         let ret = if actions.contains(Actions::PROVIDER_CONNECT) {
-            self.map_ports(true)
+            // SAFETY: as in `listen` (iw_cm_connect's rule); the fields go
+            // before the provider, which may deliver CONNECT_REPLY at once,
+            // has the cm_id.
+            let fields = unsafe { Fields::assume(&self.raw) };
+            self.map_ports(fields, true)
                 .and_then(|()| self.dev.connect(&self.raw, param))
         } else {
             Ok(())
@@ -836,20 +845,19 @@ impl CmId {
     /// `provider_data`), which never reaches the ULP.  Nothing is
     /// allocated.  Process context, may sleep.
     fn reject_undelivered_request(&self, ev: &mut Event) {
-        let Some(unlisted) = ev.child.take() else {
+        let Some(mut unlisted) = ev.child.take() else {
             // Every queued CONNECT_REQUEST carries one (upcall.rs).
             kernel::warn_on!(true);
             return;
         };
         // Never published in the table: a child no ULP sees is not listed.
+        {
+            let mut unseen = unlisted.unseen();
+            // Not the ULP's: no handler call may reach it.
+            unseen.clear_handler();
+            unseen.set_provider_data(ev.raw.provider_data());
+        }
         let req = unlisted.cm_id();
-        // SAFETY: `req` is not in the table (`table::Unlisted`) and not yet
-        // visible to the ULP or the provider, so no one else can reach it
-        // (as for the next call).  Not the ULP's: no handler call may
-        // reach it.
-        unsafe { req.raw.clear_handler() };
-        // SAFETY: see above.
-        unsafe { req.raw.set_provider_data(ev.raw.provider_data()) };
         req.inner.lock().state = State::ConnRecv;
         let _ = req.reject(&[]);
         req.destroy();

@@ -109,17 +109,17 @@ impl CmId {
                     // Only this delivering thread accesses the addresses
                     // of a connecting id (iwcm.c cm_conn_rep_handler), but
                     // for the table's snapshot of them.
+                    // SAFETY: see above.
+                    let mut fields = unsafe { Fields::assume(&self.raw) };
                     if ok && ev.use_addrs {
                         let (l, r) = ev.raw.addrs();
-                        // SAFETY: see above.
-                        unsafe { self.raw.set_mapped_addrs(l, r) };
+                        fields.set_mapped_addrs(l, r);
                     }
                     // The ULP sees its own addresses on success (as
                     // iwcm.c), and on failure when the provider's are
                     // unusable (a provider fault).
                     if ok || !ev.use_addrs {
-                        // SAFETY: see above.
-                        let (l, r) = unsafe { self.raw.addrs() };
+                        let (l, r) = fields.addrs();
                         ev.raw.set_addrs(l, r);
                     }
                 }
@@ -188,18 +188,18 @@ impl CmId {
         // the listener's handler and context), so that a request can
         // always be rejected: iwcm.c allocates it here and, without memory,
         // leaves the request with the provider for good.
-        let Some(unlisted) = ev.child.take() else {
+        let Some(mut unlisted) = ev.child.take() else {
             // Every queued CONNECT_REQUEST carries one (upcall.rs).
             kernel::warn_on!(true);
             return;
         };
         // Set up before it is published in the table (below): until then
         // no one but this delivery can reach it.
-        let child = unlisted.cm_id();
         {
-            // SAFETY: the listener's addresses are stable while it listens.
-            let ((l_local, _), (l_m_local, _)) =
-                unsafe { (self.raw.addrs(), self.raw.mapped_addrs()) };
+            // SAFETY: no one writes a listener's addresses while it
+            // listens (its ULP set them before its listen call).
+            let listener = unsafe { Fields::assume(&self.raw) };
+            let ((l_local, _), (l_m_local, _)) = (listener.addrs(), listener.mapped_addrs());
             // The wire's addresses, the child's mapped ones.
             let (wire_local, wire_remote) = ev.raw.addrs();
             let mut local = l_local;
@@ -213,15 +213,13 @@ impl CmId {
                     remote
                 }
             };
-            // SAFETY: the child is not in the table (`table::Unlisted`)
-            // and not yet visible to the ULP or the provider: no one else
-            // can reach it (as for the two calls below).
-            unsafe { child.raw.set_provider_data(ev.raw.provider_data()) };
-            // SAFETY: see above.
-            unsafe { child.raw.set_mapped_addrs(wire_local, wire_remote) };
-            // SAFETY: see above.
-            unsafe { child.raw.set_addrs(local, remote) };
+            let mut unseen = unlisted.unseen();
+            unseen.set_provider_data(ev.raw.provider_data());
+            let mut fields = unseen.fields();
+            fields.set_mapped_addrs(wire_local, wire_remote);
+            fields.set_addrs(local, remote);
         }
+        let child = unlisted.cm_id();
         let watched = {
             let mut g = child.inner.lock();
             g.state = State::ConnRecv;

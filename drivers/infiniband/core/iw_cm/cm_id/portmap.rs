@@ -42,28 +42,21 @@ impl CmId {
     // ---- port mapper (iwpm) ----------------------------------------------
 
     /// `iw_cm_map()` of iwcm.c: asks the user-space port mapper (iwpmd), if
-    /// one runs, for the mapped addresses.
-    pub(super) fn map_ports(&self, active: bool) -> Result {
-        // SAFETY: the ULP set the addresses before listen/connect and does
-        // not change them during the call, and the provider has not seen
-        // the id yet.
-        let (local, remote) = unsafe { self.raw.addrs() };
+    /// one runs, for the mapped addresses.  `fields` are this cm_id's, held
+    /// by the ULP's listen or connect call, and go before the provider sees
+    /// the cm_id.
+    pub(super) fn map_ports(&self, mut fields: Fields<'_>, active: bool) -> Result {
+        let (local, remote) = fields.addrs();
         let devname = self.dev.name().to_bytes();
-        // SAFETY: as above; nobody else accesses the mapped addresses now
-        // but the table's snapshot (the cm_id is published).
-        unsafe { self.raw.set_mapped_addrs(local, remote) };
+        fields.set_mapped_addrs(local, remote);
         if !iwpm::register(devname, self.dev.ifname())? {
             return Ok(());
         }
-        // SAFETY: as above.
-        unsafe { self.raw.set_mapped() };
+        fields.set_mapped();
         let flags = iwpm::MapFlags::for_driver_flags(self.dev.driver_flags());
         if let Ok(m) = iwpm::add_mapping(&local, &remote, flags, active) {
             match adopted_mapping(&local, &remote, &m, active) {
-                // SAFETY: as above.
-                Some((m_local, m_remote)) => unsafe {
-                    self.raw.set_mapped_addrs(m_local, m_remote)
-                },
+                Some((m_local, m_remote)) => fields.set_mapped_addrs(m_local, m_remote),
                 None => {
                     kernel::pr_info_once!(
                         "port mapper answered with an address of another family ({} / {} for {}): mapping not used (said once)\n",
@@ -74,8 +67,7 @@ impl CmId {
                 }
             }
         }
-        // SAFETY: as above.
-        let (m_local, _) = unsafe { self.raw.mapped_addrs() };
+        let (m_local, _) = fields.mapped_addrs();
         iwpm::create_mapinfo(&local, &m_local, flags)
     }
 
@@ -83,9 +75,9 @@ impl CmId {
     pub(super) fn unmap_ports(&self) {
         // SAFETY: the id is Destroying: nobody changes `mapped` or the
         // addresses any more.
-        if unsafe { self.raw.is_mapped() } {
-            // SAFETY: as above.
-            let ((local, _), (m_local, _)) = unsafe { (self.raw.addrs(), self.raw.mapped_addrs()) };
+        let fields = unsafe { Fields::assume(&self.raw) };
+        if fields.is_mapped() {
+            let ((local, _), (m_local, _)) = (fields.addrs(), fields.mapped_addrs());
             iwpm::remove(&local, &m_local);
         }
     }

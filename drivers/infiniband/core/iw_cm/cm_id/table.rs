@@ -91,10 +91,22 @@ impl Drop for Reservation {
 /// # Invariants
 ///
 /// Nothing is published at the cm_id's `table_id`, which is reserved for
-/// it and released by its destructor.
+/// it and released by its destructor.  Until [`Unlisted::publish`] (the ULP
+/// gets a child with its request, after that) or, for a request no ULP
+/// will see, until its reject (after the last [`Unlisted::unseen`]), no one
+/// else reaches the cm_id's `struct iw_cm_id`: not the ULP, not the
+/// provider, not a table reader.
 pub(super) struct Unlisted(Arc<CmId>);
 
 impl Unlisted {
+    /// The cm_id's `struct iw_cm_id`, to set up while no one else can
+    /// reach it.
+    pub(super) fn unseen(&mut self) -> Unseen<'_> {
+        // SAFETY: no one else reaches it (type invariant), and `&mut self`
+        // makes this the only `Unseen` of it.
+        unsafe { Unseen::assume(&self.0.raw) }
+    }
+
     /// The cm_id, not in the table.
     pub(super) fn cm_id(&self) -> &Arc<CmId> {
         &self.0
