@@ -24,6 +24,7 @@
 
 use kernel::prelude::*;
 
+mod c_entry;
 mod c_helpers;
 mod cm_id;
 pub mod event_check;

@@ -189,17 +189,21 @@ pub unsafe extern "C" fn iwcm_kunit_table_read(
     cap: usize,
     count: *mut usize,
 ) -> usize {
-    use crate::cm_id::table::{iwcm_table_next, iwcm_table_start, iwcm_table_stop, Line};
+    use crate::cm_id::table::{seq_next, seq_start, Line};
     // SAFETY: the caller's guarantee.
-    let (ids, count) = unsafe { (core::slice::from_raw_parts_mut(ids, cap), &mut *count) };
-    // A line, not the end (NULL) nor an error (ERR_PTR).
-    let line = |v: *mut c_void| !v.is_null() && kernel::error::from_err_ptr(v).is_ok();
+    let (r, pos, ids, count) = unsafe {
+        (
+            &mut *r,
+            &mut *pos,
+            core::slice::from_raw_parts_mut(ids, cap),
+            &mut *count,
+        )
+    };
     let mut n = 0;
-    // SAFETY: the caller's guarantee, as the seq_file core gives it.
-    let mut v = unsafe { iwcm_table_start(r, pos) };
-    while line(v) {
-        // SAFETY: a line the iterator returned, not yet freed.
-        match unsafe { &*v.cast::<Line>() } {
+    // As the seq_file core drives it (an allocation failure ends it).
+    let mut next = seq_start(r, pos).ok().flatten();
+    while let Some(line) = next {
+        match &*line {
             Line::Head(c) => *count = *c,
             Line::Row(_) if n == cap => break,
             Line::Row(row) => {
@@ -207,12 +211,7 @@ pub unsafe extern "C" fn iwcm_kunit_table_read(
                 n += 1;
             }
         }
-        // SAFETY: as for `start`; `v` is handed back.
-        v = unsafe { iwcm_table_next(r, v, pos) };
-    }
-    if line(v) {
-        // SAFETY: the line left, not yet freed.
-        unsafe { iwcm_table_stop(v) };
+        next = seq_next(r, line, pos);
     }
     n
 }

@@ -17,7 +17,7 @@
 //! XArray operation each (O(log n), usually a slot in an existing node);
 //! nothing walks the table with the lock held.
 //!
-//! A read of `iw_cm/cm_ids` is a seq_file iterator ([`iwcm_table_start`])
+//! A read of `iw_cm/cm_ids` is a seq_file iterator ([`seq_start`])
 //! that copies one cm_id's [`Row`] at a time, under the table's lock and
 //! that cm_id's own, and formats it after both are released.  The stuck-
 //! handler watch visits only the cm_ids marked running (`XA_MARK_1`, set
@@ -34,7 +34,6 @@ use crate::bindings;
 use crate::rdma::iwpm::SockAddr;
 use crate::table_window::{self, Resume};
 use core::fmt;
-use kernel::seq_file::{seq_print, SeqFile};
 use kernel::time::{Instant, Monotonic};
 
 /// A number reserved in the table for a cm_id being allocated.
@@ -417,88 +416,34 @@ fn fill(r: &mut bindings::iwcm_table_read, line: &mut Line, pos: &mut i64) -> bo
     }
 }
 
-/// seq_file `start` of `iw_cm/cm_ids`: a line allocated for the read,
-/// holding the line at `*pos` (or the first after it; `*pos` moves to
-/// it), or NULL at the end; ERR_PTR(-ENOMEM) without memory.  Process
-/// context (the reader's), may sleep.
-///
-/// # Safety
-///
-/// `r` is the seq_file's private data of this read and `pos` its
-/// position, both valid and used by no one else for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn iwcm_table_start(
-    r: *mut bindings::iwcm_table_read,
-    pos: *mut i64,
-) -> *mut c_void {
-    let Ok(mut line) = KBox::new(Line::Head(0), GFP_KERNEL) else {
-        return ENOMEM.to_ptr();
-    };
-    // SAFETY: valid and ours for the call (the caller's guarantee).
-    let (r, pos) = unsafe { (&mut *r, &mut *pos) };
-    if !fill(r, &mut line, pos) {
-        return core::ptr::null_mut();
-    }
-    KBox::into_raw(line).cast()
+/// A read's next line, boxed for the seq_file iterator: allocated by
+/// [`seq_start`], moved on by [`seq_next`], freed by dropping it.
+pub(crate) type SeqLine = KBox<Line>;
+
+/// seq_file `start` of `iw_cm/cm_ids` for the read `r` at `*pos`: the
+/// line there (or the first after it; `*pos` moves to it), `None` at the
+/// end.  `ENOMEM` without memory.  Process context (the reader's), may
+/// sleep.
+pub(crate) fn seq_start(
+    r: &mut bindings::iwcm_table_read,
+    pos: &mut i64,
+) -> Result<Option<SeqLine>> {
+    let mut line = KBox::new(Line::Head(0), GFP_KERNEL)?;
+    Ok(fill(r, &mut line, pos).then_some(line))
 }
 
-/// seq_file `next`: moves `*pos` past the line in `v` and fills `v` with
-/// the next one; at the end frees `v` and returns NULL.  Process context.
-///
-/// # Safety
-///
-/// As for [`iwcm_table_start`]; `v` is a line [`iwcm_table_start`]
-/// returned for this read, not yet freed, which this call consumes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn iwcm_table_next(
-    r: *mut bindings::iwcm_table_read,
-    v: *mut c_void,
-    pos: *mut i64,
-) -> *mut c_void {
-    // SAFETY: `v` came from `KBox::into_raw` in `iwcm_table_start` and is
-    // handed back to us (the caller's guarantee).
-    let mut line = unsafe { KBox::from_raw(v.cast::<Line>()) };
-    // SAFETY: valid and ours for the call (the caller's guarantee).
-    let (r, pos) = unsafe { (&mut *r, &mut *pos) };
+/// seq_file `next`: moves `*pos` past `line` and fills it with the next
+/// line; `None` (the line dropped) at the end.  Process context.
+pub(crate) fn seq_next(
+    r: &mut bindings::iwcm_table_read,
+    mut line: SeqLine,
+    pos: &mut i64,
+) -> Option<SeqLine> {
     *pos = match &*line {
         Line::Head(_) => 1,
         Line::Row(row) => pos_after(row.id),
     };
-    if !fill(r, &mut line, pos) {
-        return core::ptr::null_mut();
-    }
-    KBox::into_raw(line).cast()
-}
-
-/// seq_file `stop`: frees the line left in `v`.
-///
-/// # Safety
-///
-/// `v` is a line [`iwcm_table_start`] or [`iwcm_table_next`] returned,
-/// not yet freed, which this call consumes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn iwcm_table_stop(v: *mut c_void) {
-    // SAFETY: the caller's guarantee.
-    drop(unsafe { KBox::from_raw(v.cast::<Line>()) });
-}
-
-/// seq_file `show`: writes the line in `v`.  Returns 0.
-///
-/// # Safety
-///
-/// `m` is the seq_file being read, used by no other thread for the call;
-/// `v` is a line the iterator returned for it, not yet freed.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn iwcm_table_show(
-    m: *mut kernel::bindings::seq_file,
-    v: *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's guarantee.
-    let f = unsafe { SeqFile::from_raw(m) };
-    // SAFETY: the caller's guarantee.
-    let line = unsafe { &*v.cast::<Line>() };
-    seq_print!(f, "{}\n", line);
-    0
+    fill(r, &mut line, pos).then_some(line)
 }
 
 impl kernel::fmt::Display for Line {
