@@ -31,8 +31,10 @@
 //! and the calls into the ULP.  `cm_id/portmap.rs`: the port mapping.
 //! `cm_id/upcall.rs`: the provider's calls (`event_handler`, `add_ref`,
 //! `rem_ref`) and the checks of their input.  `cm_id/table.rs`: the table
-//! of live cm_ids (debugfs) and the stuck-handler report.
-//! `cm_id/trace.rs`: the tracepoints.
+//! of live cm_ids (debugfs) and the stuck-handler report.  The C boundary
+//! is outside: the crate root (the nine exports), `c_entry.rs` (the
+//! table's seq_file callbacks), `c_helpers.rs` (this module's C helpers)
+//! and `trace.rs` (the tracepoints).
 //!
 //! # Lock order
 //!
@@ -58,6 +60,7 @@ use crate::rdma::iw_provider::{
     qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget, QpRef,
 };
 use crate::rdma::shared_cm_id::{Callbacks, Fields, RawCmId, SharedCmId, Unseen};
+use crate::trace;
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
@@ -226,7 +229,6 @@ mod portmap;
 #[cfg(CONFIG_KUNIT)]
 pub(crate) use portmap::adopted_mapping;
 pub(crate) mod table;
-mod trace;
 mod upcall;
 
 /// The mutable part of a cm_id, behind `CmId::inner`.

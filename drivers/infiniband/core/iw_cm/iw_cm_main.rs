@@ -34,6 +34,7 @@ pub mod kunit_iface;
 mod rdma;
 pub mod state;
 pub mod table_window;
+mod trace;
 
 #[path = "../../../../rust/rdma/bindings.rs"]
 mod bindings;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * Tracepoints of the Rust iw_cm (tracefs events/iw_cm/), called from Rust
- * through the rust_do_trace_* helpers (cm_id/trace.rs).  "id" is the
+ * through the rust_do_trace_* helpers (trace.rs).  "id" is the
  * cm_id's number in debugfs iw_cm/cm_ids, never a kernel address.  The
  * event types are enum iw_cm_event_type.
  */
