@@ -68,36 +68,6 @@ pub(crate) mod iface {
             slots: *mut usize,
             cap: usize,
         ) -> usize;
-        fn iwcm_kunit_adopted_mapping(
-            local: *const SockAddr,
-            remote: *const SockAddr,
-            m_local: *const SockAddr,
-            m_remote: *const SockAddr,
-            active: bool,
-            out_local: *mut SockAddr,
-            out_remote: *mut SockAddr,
-        ) -> bool;
-    }
-
-    type SockAddr = bindings::__kernel_sockaddr_storage;
-
-    /// The mapped (local, remote) addresses a cm_id with the addresses
-    /// (`local`, `remote`) takes from the port mapper's answer
-    /// (`m_local`, `m_remote`); `None`: the answer is not adopted.
-    pub(crate) fn adopted_mapping(
-        local: &SockAddr,
-        remote: &SockAddr,
-        m_local: &SockAddr,
-        m_remote: &SockAddr,
-        active: bool,
-    ) -> Option<(SockAddr, SockAddr)> {
-        let (mut l, mut r) = (SockAddr::default(), SockAddr::default());
-        // SAFETY: every pointer is to a valid `sockaddr_storage`, the
-        // outputs exclusively ours; the callee is pure.
-        unsafe {
-            iwcm_kunit_adopted_mapping(local, remote, m_local, m_remote, active, &mut l, &mut r)
-        }
-        .then_some((l, r))
     }
 
     /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot
