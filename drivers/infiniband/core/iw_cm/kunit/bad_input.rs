@@ -92,9 +92,9 @@ pub(super) fn may_follow(at: At) -> &'static [u32] {
 
 /// ULP-owned cm_ids, the provider's references, and the cm_id to feed.
 pub(super) struct Scene {
-    pub(super) feed: *mut bindings::iw_cm_id,
-    pub(super) own: KVec<*mut bindings::iw_cm_id>,
-    pub(super) prov: KVec<*mut bindings::iw_cm_id>,
+    feed: *mut bindings::iw_cm_id,
+    own: KVec<*mut bindings::iw_cm_id>,
+    prov: KVec<*mut bindings::iw_cm_id>,
 }
 
 pub(super) fn accept(child: *mut bindings::iw_cm_id) -> i32 {
@@ -308,16 +308,16 @@ pub(super) const UNREADABLE: usize = 0xdead_0000_0000_0000;
 /// What the ULP must hear after one malformed event.
 pub(super) struct Want {
     /// The upcall's return.
-    pub(super) ret: i32,
+    ret: i32,
     /// Whether the ULP hears the event (on the cm_id or, for a
     /// CONNECT_REQUEST, on a new child).
-    pub(super) delivered: bool,
-    pub(super) status: i32,
-    pub(super) pdata_len: u32,
-    pub(super) pdata_sum: u32,
-    pub(super) ird: u32,
+    delivered: bool,
+    status: i32,
+    pdata_len: u32,
+    pdata_sum: u32,
+    ird: u32,
     /// Whether it is a provider fault.
-    pub(super) fault: bool,
+    fault: bool,
 }
 
 pub(super) const fn heard(status: i32, pdata_len: u32, ird: u32, fault: bool) -> Want {

@@ -203,9 +203,9 @@ pub(super) fn zeroed_box<T>() -> Result<KBox<T>> {
 
 /// A fake iWARP device with one QP (number FAKE_QPN).
 pub(super) struct FakeDev {
-    pub(super) dev: KBox<bindings::ib_device>,
-    pub(super) _port_data: KVec<MaybeUninit<bindings::ib_port_data>>,
-    pub(super) qp: KBox<bindings::ib_qp>,
+    dev: KBox<bindings::ib_device>,
+    _port_data: KVec<MaybeUninit<bindings::ib_port_data>>,
+    qp: KBox<bindings::ib_qp>,
 }
 
 impl FakeDev {

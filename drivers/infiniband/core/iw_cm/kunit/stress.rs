@@ -20,16 +20,16 @@ use kernel::time::{delay::fsleep, msecs_to_jiffies, Delta, Instant, Monotonic};
 pub(super) struct Worker {
     pub(super) idx: usize,
     /// Lifecycles to run.
-    pub(super) quota: usize,
-    pub(super) stress: *const Stress,
+    quota: usize,
+    stress: *const Stress,
     /// The lock and condition variable the thread waits on for its
     /// handlers' progress.
     #[pin]
-    pub(super) lock: SpinLock<()>,
+    lock: SpinLock<()>,
     #[pin]
-    pub(super) cv: CondVar,
+    cv: CondVar,
     #[pin]
-    pub(super) mailbox: SpinLock<Mailbox>,
+    mailbox: SpinLock<Mailbox>,
 }
 
 // SAFETY: `stress` points to the running stress, which outlives every
@@ -132,16 +132,16 @@ impl Worker {
 
 /// One stress run, shared by its workers.
 pub(super) struct Stress {
-    pub(super) seed: u64,
-    pub(super) dev: *mut bindings::ib_device,
-    pub(super) workers: KVec<Pin<KBox<Worker>>>,
+    seed: u64,
+    dev: *mut bindings::ib_device,
+    workers: KVec<Pin<KBox<Worker>>>,
     /// Lifecycles finished.
-    pub(super) done: AtomicUsize,
+    done: AtomicUsize,
     /// Workers that will hand over no more jobs.
-    pub(super) producers_done: AtomicUsize,
+    producers_done: AtomicUsize,
     /// The workers' `Rng` digests, combined.
-    pub(super) decisions: AtomicU64,
-    pub(super) abort: AtomicBool,
+    decisions: AtomicU64,
+    abort: AtomicBool,
     pub(super) c: Counters,
 }
 
@@ -233,9 +233,9 @@ pub(super) fn active_lifecycle(s: &Stress, w: &Worker, rng: &mut Rng, grave: &mu
 #[derive(Clone, Copy)]
 pub(super) struct KidDraw {
     /// For `KID_LEAVE`: 0-3 accept, 4-6 reject, else destroy unanswered.
-    pub(super) action: usize,
-    pub(super) racing: bool,
-    pub(super) drive: Drive,
+    action: usize,
+    racing: bool,
+    drive: Drive,
 }
 
 /// A listener: CONNECT_REQUESTs from here (interleaved with an early
@@ -450,10 +450,10 @@ pub(super) fn worker_main(w: &Worker) -> Result {
 
 /// What one run did.
 pub(super) struct Report {
-    pub(super) workers: usize,
-    pub(super) failed_workers: usize,
-    pub(super) done: usize,
-    pub(super) ms: i64,
+    workers: usize,
+    failed_workers: usize,
+    done: usize,
+    ms: i64,
 }
 
 /// The stress stops starting lifecycles after this long, short of

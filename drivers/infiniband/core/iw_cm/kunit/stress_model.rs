@@ -59,7 +59,7 @@ pub(super) fn splitmix64(mut z: u64) -> u64 {
 /// lifecycle it decides starts, never on a timing-dependent branch, so
 /// that a seed replays every worker's decisions (not the interleaving).
 pub(super) struct Rng {
-    pub(super) state: u64,
+    state: u64,
     /// A digest of every draw: equal for a replay of the seed on as
     /// many CPUs.
     pub(super) digest: u64,
@@ -141,7 +141,7 @@ pub(super) fn op_settles(op: u8, passive: bool) -> bool {
 /// What the fake provider sends on one cm_id, in order.
 #[derive(Clone, Copy)]
 pub(super) struct Script {
-    pub(super) ops: [u8; 12],
+    ops: [u8; 12],
     pub(super) n: usize,
 }
 
@@ -306,7 +306,7 @@ pub(super) struct Ctx {
     pub(super) plan: Plan,
     pub(super) id: AtomicPtr<bindings::iw_cm_id>,
     /// Events heard, in order: type << 1 | (status == 0).
-    pub(super) heard: [AtomicU32; MAX_HEARD],
+    heard: [AtomicU32; MAX_HEARD],
     pub(super) nheard: AtomicUsize,
     /// A handler of this id runs.
     pub(super) busy: AtomicBool,

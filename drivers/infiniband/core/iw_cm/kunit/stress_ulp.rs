@@ -226,15 +226,15 @@ pub(super) fn disconnect_outside(s: &Stress, c: &Ctx, abrupt: bool) {
 pub(super) struct Drive {
     /// Destroy before this step (`n`: after the script, `n + 1`: after
     /// the provider's release).
-    pub(super) destroy_at: usize,
+    destroy_at: usize,
     /// Disconnect before this step, if the connect/accept is settled by
     /// then (`usize::MAX`: never).
-    pub(super) disconnect_at: usize,
-    pub(super) abrupt: bool,
+    disconnect_at: usize,
+    abrupt: bool,
     /// The provider's release goes to another worker, racing the destroy.
-    pub(super) release_elsewhere: bool,
+    release_elsewhere: bool,
     /// Spins before the ULP acts when the provider plays elsewhere.
-    pub(super) spin: usize,
+    spin: usize,
 }
 
 impl Drive {
