@@ -9,7 +9,9 @@
 //! fake iWARP provider and fake ULPs, calling the nine exported functions
 //! of include/rdma/iw_cm.h and the test-only interface iw_cm.ko exports
 //! into the `EXPORTED_FOR_KUNIT_TESTING` namespace (kunit_iface.rs there,
-//! [`iface`] here).  iw_cm.ko itself carries no test code.
+//! [`iface`] here).  iw_cm.ko itself carries only the in-place tests of
+//! its pure functions (`#[kunit_tests]` in cm_id/portmap.rs and
+//! cm_id/table.rs, suites of their own).
 //!
 //! Parameters (iw_cm_kunit_glue.c): `stress_lifecycles` (cm_id lifecycles
 //! of the concurrency stress, default 0: skipped) and `stress_seed` (replay

@@ -578,7 +578,7 @@ pub(super) fn stress_new(
 }
 
 /// Threads on every CPU drive random cm_id lifecycles through the fake
-/// provider (see the top of this section).  `iw_cm_kunit.stress_seed`
+/// provider (see stress_model.rs).  `iw_cm_kunit.stress_seed`
 /// replays a printed seed, `iw_cm_kunit.stress_lifecycles` sets the
 /// count (default 0: skipped, with an info line; make check asks for 75000).
 pub(super) fn concurrency_stress() -> Result {
