@@ -137,8 +137,8 @@ pub(crate) enum FaultLog {
     /// The production case: a warning (and a WARN once per call site).
     Warn,
     /// Expected by the KUnit suite on its fake device: an info line.
-    /// (Only the test interface, `kunit_iface.rs`, chooses it: never
-    /// constructed on a kernel without KUnit.)
+    /// (Only [`expected_fault_log`] chooses it: never constructed on a
+    /// kernel without KUnit.)
     #[cfg_attr(not(CONFIG_KUNIT), expect(dead_code))]
     Info,
     /// Expected by the KUnit concurrency stress on its fake device: not
@@ -149,16 +149,50 @@ pub(crate) enum FaultLog {
 
 /// How to log a provider fault of a cm_id on `dev` (`None` when the fault
 /// has no cm_id).  Always [`FaultLog::Warn`] for a real provider: only the
-/// fake device the test module names (`kunit_iface.rs`) gets another
+/// fake device the test module names ([`expect_faults`]) gets another
 /// answer.  (The WARN may come from the delivery worker, where KUnit's
 /// per-task warning suppression does not reach.)  Any context.
 pub(crate) fn fault_log(dev: Option<&DevInfo>) -> FaultLog {
     #[cfg(CONFIG_KUNIT)]
-    if let Some(log) = dev.and_then(|d| crate::kunit_iface::expected_fault_log(d.connect_op)) {
+    if let Some(log) = dev.and_then(|d| expected_fault_log(d.connect_op)) {
         return log;
     }
     let _ = dev;
     FaultLog::Warn
+}
+
+/// The `iw_connect` op of the test's fake provider whose faults the KUnit
+/// suite provokes on purpose (0: none), and whether they are logged at all.
+#[cfg(CONFIG_KUNIT)]
+static EXPECTED_CONNECT_OP: AtomicUsize = AtomicUsize::new(0);
+#[cfg(CONFIG_KUNIT)]
+static QUIET: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Provider faults on every device whose `iw_connect` op is `connect_op`
+/// (the KUnit suite's fake provider, through kunit_iface.rs) are expected
+/// from now on: logged at info level (`quiet`: not at all) instead of
+/// warned about; 0 ends that.  Any context.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn expect_faults(connect_op: usize, quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+    EXPECTED_CONNECT_OP.store(connect_op, Ordering::Release);
+}
+
+/// The log level of a provider fault on a device whose `iw_connect` op is
+/// `connect_op` (`DevInfo`, read at the cm_id's creation) when the KUnit
+/// suite expects it there ([`expect_faults`]); `None` (a warning) for
+/// every other device.  Any context.
+#[cfg(CONFIG_KUNIT)]
+fn expected_fault_log(connect_op: usize) -> Option<FaultLog> {
+    let expected = EXPECTED_CONNECT_OP.load(Ordering::Acquire);
+    if expected == 0 || connect_op != expected {
+        return None;
+    }
+    Some(if QUIET.load(Ordering::Relaxed) {
+        FaultLog::Silent
+    } else {
+        FaultLog::Info
+    })
 }
 
 /// The `iw_cm_provider_fault` tracepoint for a fault at `site` (a
@@ -185,7 +219,7 @@ pub(crate) struct DevInfo {
     /// `IwDevice::max_rd_atom`: the upcall's ird/ord limit.
     pub(crate) max_rd_atom: u8,
     /// The address of the provider's `iw_connect` op, which names the
-    /// KUnit suite's fake provider (`kunit_iface::expected_fault_log`).
+    /// KUnit suite's fake provider ([`expect_faults`]).
     #[cfg(CONFIG_KUNIT)]
     pub(crate) connect_op: usize,
 }
@@ -226,8 +260,6 @@ macro_rules! provider_fault {
 mod delivery;
 mod event;
 mod portmap;
-#[cfg(CONFIG_KUNIT)]
-pub(crate) use portmap::adopted_mapping;
 pub(crate) mod table;
 mod upcall;
 

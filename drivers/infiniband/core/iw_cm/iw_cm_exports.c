@@ -466,12 +466,6 @@ size_t iwcm_kunit_provider_faults(void);
 bool iwcm_kunit_settled(struct iw_cm_id *cm_id);
 void iwcm_kunit_expect_faults(const void *connect_op, bool quiet);
 ssize_t iwcm_kunit_table_line(struct iw_cm_id *cm_id, u8 *buf, size_t len);
-bool iwcm_kunit_adopted_mapping(const struct sockaddr_storage *local,
-				const struct sockaddr_storage *remote,
-				const struct sockaddr_storage *m_local,
-				const struct sockaddr_storage *m_remote, bool active,
-				struct sockaddr_storage *out_local,
-				struct sockaddr_storage *out_remote);
 size_t iwcm_kunit_table_read(struct iwcm_table_read *r, long long *pos, u32 *ids,
 			     size_t cap, size_t *count);
 size_t iwcm_kunit_running_ids(u32 *ids, size_t cap);
@@ -487,5 +481,4 @@ EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_live_cm_ids);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_provider_faults);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_settled);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_expect_faults);
-EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_adopted_mapping);
 #endif
