@@ -310,32 +310,7 @@ impl CmId {
         // Set up before it is published in the table (below): until then
         // no one but this delivery can reach it.
         let child = unlisted.cm_id();
-        {
-            // SAFETY: the listener's addresses are stable while it listens.
-            let ((l_local, _), (l_m_local, _)) =
-                unsafe { (self.raw.addrs(), self.raw.mapped_addrs()) };
-            // The wire's addresses, the child's mapped ones.
-            let (wire_local, wire_remote) = ev.raw.addrs();
-            let mut local = l_local;
-            // The peer's address behind the mapped pair, from the port
-            // mapper; without one, the wire's.
-            let remote = match crate::rdma::iwpm::remote_info(&l_m_local, &wire_remote) {
-                None => wire_remote,
-                Some(remote) => {
-                    sockaddr::check_wildcard(&l_m_local, &wire_local, &mut local);
-                    ev.raw.set_addrs(local, remote);
-                    remote
-                }
-            };
-            // SAFETY: the child is not in the table (`table::Unlisted`)
-            // and not yet visible to the ULP or the provider: no one else
-            // can reach it (as for the two calls below).
-            unsafe { child.raw.set_provider_data(ev.raw.provider_data()) };
-            // SAFETY: see above.
-            unsafe { child.raw.set_mapped_addrs(wire_local, wire_remote) };
-            // SAFETY: see above.
-            unsafe { child.raw.set_addrs(local, remote) };
-        }
+        self.set_up_child(child, ev);
         let watched = {
             let mut g = child.inner.lock();
             g.state = State::ConnRecv;
@@ -372,16 +347,51 @@ impl CmId {
             let _ = child.reject(&[]);
             child.destroy_for_handler();
         }
+        child.end_request_delivery();
+    }
+
+    /// Ends the delivery of a child's CONNECT_REQUEST and queues the
+    /// child's own events that came meanwhile.
+    fn end_request_delivery(self: &Arc<Self>) {
         let ended = {
-            let mut g = child.inner.lock();
-            let e = child.delivery_ends(&mut g);
+            let mut g = self.inner.lock();
+            let e = self.delivery_ends(&mut g);
             if g.events.len > 0 {
                 drop(g);
-                Self::kick(child.as_arc_borrow());
+                Self::kick(self.as_arc_borrow());
             }
             e
         };
-        child.delivery_ended(ended);
-        child.waiters.notify_all();
+        self.delivery_ended(ended);
+        self.waiters.notify_all();
+    }
+
+    /// Gives a listener's CONNECT_REQUEST child (not in the table yet,
+    /// see [`table::Unlisted`]) its provider object and addresses from the
+    /// request `ev` and the port mapper.
+    fn set_up_child(&self, child: &CmId, ev: &mut Event) {
+        // SAFETY: the listener's addresses are stable while it listens.
+        let ((l_local, _), (l_m_local, _)) = unsafe { (self.raw.addrs(), self.raw.mapped_addrs()) };
+        // The wire's addresses, the child's mapped ones.
+        let (wire_local, wire_remote) = ev.raw.addrs();
+        let mut local = l_local;
+        // The peer's address behind the mapped pair, from the port
+        // mapper; without one, the wire's.
+        let remote = match crate::rdma::iwpm::remote_info(&l_m_local, &wire_remote) {
+            None => wire_remote,
+            Some(remote) => {
+                sockaddr::check_wildcard(&l_m_local, &wire_local, &mut local);
+                ev.raw.set_addrs(local, remote);
+                remote
+            }
+        };
+        // SAFETY: the child is not in the table (`table::Unlisted`)
+        // and not yet visible to the ULP or the provider: no one else
+        // can reach it (as for the two calls below).
+        unsafe { child.raw.set_provider_data(ev.raw.provider_data()) };
+        // SAFETY: see above.
+        unsafe { child.raw.set_mapped_addrs(wire_local, wire_remote) };
+        // SAFETY: see above.
+        unsafe { child.raw.set_addrs(local, remote) };
     }
 }
