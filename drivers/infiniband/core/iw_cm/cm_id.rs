@@ -827,16 +827,7 @@ impl CmId {
             // request that nobody accepted.
             let _ = unsafe { self.dev.reject(self.raw(), &[]) };
         }
-        // Requests queued on a listener and never delivered: each one
-        // holds a provider object (siw: a reference on its endpoint and the
-        // TCP connection) that only iw_accept/iw_reject give back.  iwcm.c
-        // drops them (IWCM_F_DROP_EVENTS) and the provider keeps them
-        // forever; reject them instead.
-        for ev in dropped.iter_mut().flatten() {
-            if ev.raw.event_type() == Some(EventType::ConnectRequest) {
-                self.reject_undelivered_request(ev);
-            }
-        }
+        self.reject_dropped_requests(&mut dropped);
         drop(dropped);
         // Outside any lock, after the QP state change.
         drop(qp);
@@ -854,6 +845,20 @@ impl CmId {
         // addresses of a CONNECT_REPLY (delivery.rs).
         if actions.contains(Actions::UNMAP) {
             self.unmap_ports();
+        }
+    }
+
+    /// Requests queued on a listener and never delivered (the events
+    /// `destroy` took off the ring): each one holds a provider object
+    /// (siw: a reference on its endpoint and the TCP connection) that only
+    /// iw_accept/iw_reject give back.  iwcm.c drops them
+    /// (IWCM_F_DROP_EVENTS) and the provider keeps them forever; reject
+    /// them instead.  Process context, may sleep.
+    fn reject_dropped_requests(&self, dropped: &mut KVVec<Option<Event>>) {
+        for ev in dropped.iter_mut().flatten() {
+            if ev.raw.event_type() == Some(EventType::ConnectRequest) {
+                self.reject_undelivered_request(ev);
+            }
         }
     }
 
