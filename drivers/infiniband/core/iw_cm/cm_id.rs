@@ -62,9 +62,8 @@ use crate::rdma::shared_cm_id::{Callbacks, RawCmId, SharedCmId};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use event::{Checked, Event, EventRing};
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed};
 use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
@@ -311,7 +310,7 @@ pub(crate) struct CmId {
     /// `rem_ref` without a matching `add_ref` is a provider fault and is
     /// ignored, instead of dropping a reference the ULP or a queued event
     /// owns (a use-after-free later).
-    provider_refs: AtomicUsize,
+    provider_refs: Atomic<usize>,
     /// The cm_id's number: its index in the table, in the reports and the
     /// tracepoints.
     table_id: u32,
@@ -319,7 +318,7 @@ pub(crate) struct CmId {
     /// table (`u64::MAX` before): a table read lists the cm_ids published
     /// before its count line (`table_window.rs`).  Written and read only
     /// under the table's lock.
-    table_seq: AtomicU64,
+    table_seq: Atomic<u64>,
     /// This module's reference for the cm_id's lifetime.  Last field: it
     /// is dropped after everything else of the cm_id (see [`crate::c_helpers::ModulePin`]).
     _module: ModulePin,
@@ -439,9 +438,9 @@ impl CmId {
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
-                provider_refs: AtomicUsize::new(0),
+                provider_refs: Atomic::new(0),
                 table_id,
-                table_seq: AtomicU64::new(u64::MAX),
+                table_seq: Atomic::new(u64::MAX),
                 _module: module,
             }),
             ctx.flags(),

@@ -245,7 +245,7 @@ impl CmId {
                 .delivery
                 .map_or_else(|| self.raw.handler_now(), |d| d.handler),
             qp: g.qp.is_some(),
-            provider_refs: self.provider_refs.load(Ordering::Relaxed),
+            provider_refs: self.provider_refs.load(Relaxed),
         }
     }
 }
@@ -363,7 +363,7 @@ pub(crate) fn row_from(from: u32, end: u64) -> Option<Row> {
         let t = Locked::new();
         let id = t.first_from(from, false)?;
         // Written under the table's lock, before it was published.
-        let seq = id.table_seq.load(Ordering::Relaxed);
+        let seq = id.table_seq.load(Relaxed);
         match table_window::resume_at(id.table_id, seq, end) {
             Resume::List => return Some(id.row()),
             Resume::SkipTo(n) => from = n,

@@ -7,7 +7,21 @@
 use super::*;
 
 /// The kinds of event-content fault ([`Faults`] bits) already warned about.
-pub(super) static CONTENT_FAULTS_WARNED: AtomicU16 = AtomicU16::new(0);
+static CONTENT_FAULTS_WARNED: Atomic<u32> = Atomic::new(0);
+
+/// Marks the kinds of fault in `f` as warned about; returns whether one of
+/// them was not yet (`fetch_or`, which `kernel::sync::atomic` lacks).
+fn first_warning(f: Faults) -> bool {
+    let bits = u32::from(f.bits());
+    let mut old = CONTENT_FAULTS_WARNED.load(Relaxed);
+    while old & bits != bits {
+        match CONTENT_FAULTS_WARNED.cmpxchg(old, old | bits, Relaxed) {
+            Ok(_) => return true,
+            Err(now) => old = now,
+        }
+    }
+    false
+}
 
 /// The event type of a raw `iw_cm_event`, `None` for an unknown one.
 pub(super) fn kind_of(event: u32) -> Option<Kind> {
@@ -55,7 +69,7 @@ pub(super) fn report_event_faults(this: &CmId, src: &RawCmEvent, f: Faults, refu
         FaultLog::Info => say!(pr_info),
         FaultLog::Silent => {}
         FaultLog::Warn => {
-            if f.bits() & !CONTENT_FAULTS_WARNED.fetch_or(f.bits(), Ordering::Relaxed) != 0 {
+            if first_warning(f) {
                 say!(pr_warn);
             }
         }
@@ -289,7 +303,7 @@ pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut RawCmId) {
     }
     // SAFETY: guaranteed by the caller.
     let b = unsafe { CmId::borrow(raw) };
-    b.provider_refs.fetch_add(1, Ordering::Relaxed);
+    b.provider_refs.add(1, Relaxed);
     let arc: Arc<CmId> = b.into();
     let _ = Arc::into_raw(arc);
 }
@@ -314,10 +328,7 @@ pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
     // still keeps the cm_id alive; after the last one it cannot help.
     // SAFETY: by the caller's contract the provider holds a reference.
     let b = unsafe { CmId::borrow(raw) };
-    let dec = b
-        .provider_refs
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-    if dec.is_err() {
+    if !put_provider_ref(&b) {
         provider_fault!(
             Some(&b.dev_info),
             "rem_ref without a matching add_ref: ignored\n"
@@ -326,4 +337,19 @@ pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
     }
     // SAFETY: the provider owned one reference taken with `add_ref`.
     drop(unsafe { CmId::from_raw_ref(raw) });
+}
+
+/// Takes one of the provider's references off `this.provider_refs`;
+/// returns false, changing nothing, when it holds none (a decrement that
+/// stops at zero: `fetch_update`, which `kernel::sync::atomic` lacks).
+/// Any context.
+fn put_provider_ref(this: &CmId) -> bool {
+    let mut n = this.provider_refs.load(Acquire);
+    while let Some(less) = n.checked_sub(1) {
+        match this.provider_refs.cmpxchg(n, less, Full) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+    false
 }
