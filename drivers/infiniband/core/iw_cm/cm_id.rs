@@ -60,13 +60,14 @@ use crate::rdma::iw_provider::{
     qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget, QpRef,
 };
 use crate::rdma::shared_cm_id::{Callbacks, Fields, RawCmId, SharedCmId, Unseen};
-use crate::trace;
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
+use crate::trace;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use event::{Checked, Event, EventRing};
-use kernel::sync::atomic::{Atomic, Relaxed};
+#[cfg(CONFIG_KUNIT)]
+use kernel::sync::atomic::Release;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed};
 use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
@@ -164,9 +165,9 @@ pub(crate) fn fault_log(dev: Option<&DevInfo>) -> FaultLog {
 /// The `iw_connect` op of the test's fake provider whose faults the KUnit
 /// suite provokes on purpose (0: none), and whether they are logged at all.
 #[cfg(CONFIG_KUNIT)]
-static EXPECTED_CONNECT_OP: AtomicUsize = AtomicUsize::new(0);
+static EXPECTED_CONNECT_OP: Atomic<usize> = Atomic::new(0);
 #[cfg(CONFIG_KUNIT)]
-static QUIET: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static QUIET: Atomic<bool> = Atomic::new(false);
 
 /// Provider faults on every device whose `iw_connect` op is `connect_op`
 /// (the KUnit suite's fake provider, through kunit_iface.rs) are expected
@@ -174,8 +175,8 @@ static QUIET: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::n
 /// warned about; 0 ends that.  Any context.
 #[cfg(CONFIG_KUNIT)]
 pub(crate) fn expect_faults(connect_op: usize, quiet: bool) {
-    QUIET.store(quiet, Ordering::Relaxed);
-    EXPECTED_CONNECT_OP.store(connect_op, Ordering::Release);
+    QUIET.store(quiet, Relaxed);
+    EXPECTED_CONNECT_OP.store(connect_op, Release);
 }
 
 /// The log level of a provider fault on a device whose `iw_connect` op is
@@ -184,11 +185,11 @@ pub(crate) fn expect_faults(connect_op: usize, quiet: bool) {
 /// every other device.  Any context.
 #[cfg(CONFIG_KUNIT)]
 fn expected_fault_log(connect_op: usize) -> Option<FaultLog> {
-    let expected = EXPECTED_CONNECT_OP.load(Ordering::Acquire);
+    let expected = EXPECTED_CONNECT_OP.load(Acquire);
     if expected == 0 || connect_op != expected {
         return None;
     }
-    Some(if QUIET.load(Ordering::Relaxed) {
+    Some(if QUIET.load(Relaxed) {
         FaultLog::Silent
     } else {
         FaultLog::Info
@@ -344,7 +345,7 @@ pub(crate) struct CmId {
     /// `rem_ref` without a matching `add_ref` is a provider fault and is
     /// ignored, instead of dropping a reference the ULP or a queued event
     /// owns (a use-after-free later).
-    provider_refs: AtomicUsize,
+    provider_refs: Atomic<usize>,
     /// The cm_id's number: its index in the table, in the reports and the
     /// tracepoints.
     table_id: u32,
@@ -352,7 +353,7 @@ pub(crate) struct CmId {
     /// table (`u64::MAX` before): a table read lists the cm_ids published
     /// before its count line (`table_window.rs`).  Written and read only
     /// under the table's lock.
-    table_seq: AtomicU64,
+    table_seq: Atomic<u64>,
     /// This module's reference for the cm_id's lifetime.  Last field: it
     /// is dropped after everything else of the cm_id (see [`crate::c_helpers::ModulePin`]).
     _module: ModulePin,
@@ -472,9 +473,9 @@ impl CmId {
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
-                provider_refs: AtomicUsize::new(0),
+                provider_refs: Atomic::new(0),
                 table_id,
-                table_seq: AtomicU64::new(u64::MAX),
+                table_seq: Atomic::new(u64::MAX),
                 _module: module,
             }),
             ctx.flags(),
@@ -843,16 +844,7 @@ impl CmId {
             // A pending request that nobody accepted.
             let _ = self.dev.reject(&self.raw, &[]);
         }
-        // Requests queued on a listener and never delivered: each one
-        // holds a provider object (siw: a reference on its endpoint and the
-        // TCP connection) that only iw_accept/iw_reject give back.  iwcm.c
-        // drops them (IWCM_F_DROP_EVENTS) and the provider keeps them
-        // forever; reject them instead.
-        for ev in dropped.iter_mut().flatten() {
-            if ev.raw.event_type() == Some(EventType::ConnectRequest) {
-                self.reject_undelivered_request(ev);
-            }
-        }
+        self.reject_dropped_requests(&mut dropped);
         drop(dropped);
         // Outside any lock, after the QP state change.
         drop(qp);
@@ -870,6 +862,20 @@ impl CmId {
         // addresses of a CONNECT_REPLY (delivery.rs).
         if actions.contains(Actions::UNMAP) {
             self.unmap_ports();
+        }
+    }
+
+    /// Requests queued on a listener and never delivered (the events
+    /// `destroy` took off the ring): each one holds a provider object
+    /// (siw: a reference on its endpoint and the TCP connection) that only
+    /// iw_accept/iw_reject give back.  iwcm.c drops them
+    /// (IWCM_F_DROP_EVENTS) and the provider keeps them forever; reject
+    /// them instead.  Process context, may sleep.
+    fn reject_dropped_requests(&self, dropped: &mut KVVec<Option<Event>>) {
+        for ev in dropped.iter_mut().flatten() {
+            if ev.raw.event_type() == Some(EventType::ConnectRequest) {
+                self.reject_undelivered_request(ev);
+            }
         }
     }
 

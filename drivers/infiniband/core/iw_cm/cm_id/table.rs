@@ -256,7 +256,7 @@ impl CmId {
                 .delivery
                 .map_or_else(|| self.raw.handler_now(), |d| d.handler),
             qp: g.qp.is_some(),
-            provider_refs: self.provider_refs.load(Ordering::Relaxed),
+            provider_refs: self.provider_refs.load(Relaxed),
         }
     }
 }
@@ -374,7 +374,7 @@ pub(crate) fn row_from(from: u32, end: u64) -> Option<Row> {
         let t = Locked::new();
         let id = t.first_from(from, false)?;
         // Written under the table's lock, before it was published.
-        let seq = id.table_seq.load(Ordering::Relaxed);
+        let seq = id.table_seq.load(Relaxed);
         match table_window::resume_at(id.table_id, seq, end) {
             Resume::List => return Some(id.row()),
             Resume::SkipTo(n) => from = n,
@@ -787,7 +787,7 @@ mod tests {
         assert!(renders(&r, "7 active ConnSent siw0 - - - - 2 0 - - 0 1"));
         r.role = Role::None;
         r.state = State::Idle;
-        r.handler = iwcm_table_show as usize;
+        r.handler = crate::c_entry::iwcm_table_show as usize;
         let mut buf = [0u8; 512];
         let mut w = BufWriter(&mut buf, 0);
         assert!(write_row(&mut w, &r).is_ok());
