@@ -212,10 +212,18 @@ pub(crate) fn ids_publish(id: u32, entry: *const c_void, seq: &Atomic<u64>) {
 }
 
 /// Erases number `id` of the table (published or only reserved) and frees
-/// it.  Any context.
+/// it (the last of the allocation cursor's leaf stays reserved, unused,
+/// to keep the leaf: iw_cm_exports.c's keeper).  Any context.
 pub(crate) fn ids_erase(id: u32) {
     // SAFETY: an XArray erase under its lock; no pointer arguments.
     unsafe { bindings::iwcm_c_ids_erase(id) };
+}
+
+/// Erases the number the table keeps to keep its cursor's leaf, so that
+/// the table is empty.  Module exit, once no cm_id is left; any context.
+pub(crate) fn ids_exit() {
+    // SAFETY: an XArray erase under its lock; no arguments.
+    unsafe { bindings::iwcm_c_ids_exit() };
 }
 
 /// Sets (or clears) the running mark of number `id` (nothing if it is
