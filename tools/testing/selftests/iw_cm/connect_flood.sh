@@ -23,8 +23,10 @@
 # IWCM_FLOOD_COUNT (default 3000) and IWCM_FLOOD_PARALLEL (1200) size it;
 # IWCM_FLOOD_IDLE_MS (15000) is how long the listener waits for one more
 # request before it ends.  IWCM_QUICK=1 (make check): 2000 requests, still
-# 1200 at a time (more than the backlog), and a 5 s idle wait, the checks
-# unchanged (make check-all: the full flood).
+# 1200 at a time (more than the backlog), the checks unchanged (make
+# check-all: the full flood).  The idle wait stays 15 s in both: with the C
+# iw_cm, 5 s ended the listener before 7 of its 8 accepted connections'
+# DISCONNECTED came (clean make check, 2026-12-06).
 . "$(dirname "$0")/lib.sh"
 
 PEER=$(dirname "$0")/mpa_peer.py
@@ -35,8 +37,7 @@ TABLE=/sys/kernel/debug/iw_cm/cm_ids
 iwcm_init connect_flood 5 python3 rping
 [ -n "${IWCM_FLOOD_COUNT:-}" ] && COUNT=$IWCM_FLOOD_COUNT || iwcm_quick COUNT 3000 2000 "requests:"
 PARALLEL=${IWCM_FLOOD_PARALLEL:-1200}
-[ -n "${IWCM_FLOOD_IDLE_MS:-}" ] && IDLE_MS=$IWCM_FLOOD_IDLE_MS ||
-	iwcm_quick IDLE_MS 15000 5000 "the listener's idle wait (ms):"
+IDLE_MS=${IWCM_FLOOD_IDLE_MS:-15000}
 [ -x "$DISC" ] || iwcm_skip_all "rdma_disc not built (make -C tools/testing/selftests/iw_cm)"
 iwcm_setup_or_bail
 
