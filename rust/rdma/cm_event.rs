@@ -9,6 +9,7 @@
 use crate::bindings;
 use crate::rdma::iwpm::SockAddr;
 use core::ffi::c_void;
+use kernel::alloc::KVec;
 
 /// The ULP's handler type, `iw_cm_handler` (include/rdma/iw_cm.h).
 pub(crate) type CmHandler = bindings::iw_cm_handler;
@@ -47,20 +48,25 @@ impl EventType {
     }
 }
 
-/// An owned copy of a provider's `struct iw_cm_event`.
+/// An owned copy of a provider's `struct iw_cm_event`, with its own copy of
+/// the private data.
 ///
 /// # Invariants
 ///
-/// `private_data` is null with `private_data_len == 0`, or was set by
-/// [`CmEvent::set_private_data`] (whose caller keeps the buffer valid).
-/// It never points at the provider's buffer, which may be freed as soon as
-/// the upcall returns.
-#[repr(transparent)]
-pub(crate) struct CmEvent(RawCmEvent);
+/// `raw.private_data` is null with `raw.private_data_len == 0`, or points
+/// at `pdata`'s heap buffer (which does not move with the event and is
+/// never written while it is set there), `raw.private_data_len` bytes of
+/// it.  It never points at the provider's buffer, which may be freed as
+/// soon as the upcall returns.
+pub(crate) struct CmEvent {
+    raw: RawCmEvent,
+    pdata: KVec<u8>,
+}
 
-// SAFETY: `private_data` points into a buffer its owner moves along with the
-// event, or is null (type invariant), and `provider_data` is an opaque token
-// of the provider that iw_cm only stores; both may move between threads.
+// SAFETY: `private_data` points into `pdata`, which moves along with the
+// event, or is null (type invariant), and `provider_data` is an opaque
+// token of the provider that iw_cm only stores; both may move between
+// threads.
 unsafe impl Send for CmEvent {}
 
 impl CmEvent {
@@ -71,71 +77,72 @@ impl CmEvent {
         // INVARIANT: no private data yet.
         raw.private_data = core::ptr::null_mut();
         raw.private_data_len = 0;
-        Self(raw)
+        Self {
+            raw,
+            pdata: KVec::new(),
+        }
     }
 
     /// The raw event type (for messages about an unknown one).
     pub(crate) fn raw_type(&self) -> bindings::iw_cm_event_type {
-        self.0.event
+        self.raw.event
     }
 
     /// The event type, or `None` for an unknown one.
     pub(crate) fn event_type(&self) -> Option<EventType> {
-        EventType::from_raw(self.0.event)
+        EventType::from_raw(self.raw.event)
     }
 
     /// `status`: 0, or the provider's negative errno.
     pub(crate) fn status(&self) -> i32 {
-        self.0.status
+        self.raw.status
     }
 
     /// Replaces `status`, `ird` and `ord` with the checked values.
     pub(crate) fn set_checked(&mut self, status: i32, ird: u8, ord: u8) {
-        self.0.status = status;
-        self.0.ird = ird;
-        self.0.ord = ord;
+        self.raw.status = status;
+        self.raw.ird = ird;
+        self.raw.ord = ord;
     }
 
-    /// Points the event's private data at `buf` (at most 255 bytes, the
-    /// `u8` length; an empty `buf` means none).
-    ///
-    /// # Safety
-    ///
-    /// `buf` stays valid, and is not moved or written, for as long as the
-    /// event may be handed to a ULP.
-    pub(crate) unsafe fn set_private_data(&mut self, buf: &mut [u8]) {
-        // INVARIANT: `buf` outlives the event's use (caller).
-        if buf.is_empty() {
-            self.0.private_data = core::ptr::null_mut();
-            self.0.private_data_len = 0;
+    /// Makes `pdata` (at most 255 bytes are given to the ULP, the `u8`
+    /// length) the event's private data, kept with the event; an empty
+    /// `pdata` means none.
+    pub(crate) fn set_private_data(&mut self, mut pdata: KVec<u8>) {
+        // INVARIANT: the pointer is to `pdata`'s heap buffer, which the
+        // event keeps (moving the `KVec` does not move it) and never writes.
+        if pdata.is_empty() {
+            self.raw.private_data = core::ptr::null_mut();
+            self.raw.private_data_len = 0;
         } else {
-            self.0.private_data_len = buf.len().min(u8::MAX as usize) as u8;
-            self.0.private_data = buf.as_mut_ptr().cast();
+            self.raw.private_data_len = pdata.len().min(u8::MAX as usize) as u8;
+            self.raw.private_data = pdata.as_mut_ptr().cast();
         }
+        self.pdata = pdata;
     }
 
     /// `local_addr` and `remote_addr`, as the provider reported them (or as
     /// iw_cm replaced them).
     pub(crate) fn addrs(&self) -> (SockAddr, SockAddr) {
-        (self.0.local_addr, self.0.remote_addr)
+        (self.raw.local_addr, self.raw.remote_addr)
     }
 
     /// Replaces `local_addr` and `remote_addr` (what the ULP sees).
     pub(crate) fn set_addrs(&mut self, local: SockAddr, remote: SockAddr) {
-        self.0.local_addr = local;
-        self.0.remote_addr = remote;
+        self.raw.local_addr = local;
+        self.raw.remote_addr = remote;
     }
 
     /// `provider_data`: the provider's connection object of a
     /// CONNECT_REQUEST, an opaque token iw_cm hands back through the child
     /// cm_id.
     pub(crate) fn provider_data(&self) -> *mut c_void {
-        self.0.provider_data
+        self.raw.provider_data
     }
 
     /// The event for the ULP's handler, which takes it by pointer; valid
     /// while `self` is borrowed.
     pub(crate) fn as_mut_ptr(&mut self) -> *mut RawCmEvent {
-        &mut self.0
+        &mut self.raw
     }
 }

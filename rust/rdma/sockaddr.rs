@@ -68,3 +68,27 @@ pub(crate) fn check_wildcard(
         as_in6_mut(out).sin6_addr = as_in6(cm_addr).sin6_addr;
     }
 }
+
+/// An address of `family` whose `sockaddr_in` port and IPv4 address are
+/// `port` and `ip` (network order), the rest zero: for the KUnit suites.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn with_in(family: u32, ip: [u8; 4], port: u16) -> sockaddr_storage {
+    let mut a = sockaddr_storage::default();
+    let sin = as_in_mut(&mut a);
+    sin.sin_family = family as bindings::__kernel_sa_family_t;
+    sin.sin_port = port.to_be();
+    sin.sin_addr.s_addr = u32::from_ne_bytes(ip);
+    a
+}
+
+/// The family, IPv4 address and port of `a` read as a `sockaddr_in`, as
+/// [`with_in`] writes them: for the KUnit suites.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn in_parts(a: &sockaddr_storage) -> (u32, [u8; 4], u16) {
+    let sin = as_in(a);
+    (
+        family(a),
+        sin.sin_addr.s_addr.to_ne_bytes(),
+        u16::from_be(sin.sin_port),
+    )
+}

@@ -32,9 +32,11 @@
 //! `cm_id/upcall.rs`: the provider's calls (`event_handler`, `add_ref`,
 //! `rem_ref`) and the checks of their input.  `cm_id/table.rs`: the table
 //! of live cm_ids (debugfs) and the stuck-handler report.  The C boundary
-//! is outside: the crate root (the nine exports), `c_entry.rs` (the
-//! table's seq_file callbacks), `c_helpers.rs` (this module's C helpers)
-//! and `trace.rs` (the tracepoints).
+//! is outside, and everything here takes typed values: the crate root
+//! (the nine exports), `c_entry.rs` (the provider's upcalls, the table's
+//! seq_file callbacks, and the one place a C `iw_cm_id` pointer becomes a
+//! [`CmId`]), `c_helpers.rs` (this module's C helpers) and `trace.rs` (the
+//! tracepoints).
 //!
 //! # Lock order
 //!
@@ -59,7 +61,7 @@ use crate::rdma::cm_event::{CmEvent, CmHandler, EventType, RawCmEvent};
 use crate::rdma::iw_provider::{
     qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget, QpRef,
 };
-use crate::rdma::shared_cm_id::{Callbacks, Fields, RawCmId, SharedCmId, Unseen};
+use crate::rdma::shared_cm_id::{Fields, RawCmId, SharedCmId, Unseen};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use crate::trace;
@@ -75,7 +77,6 @@ use kernel::{
     task::Task,
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
-use upcall::{cm_add_ref, cm_event_handler, cm_rem_ref};
 
 /// The number of live cm_ids (debugfs iw_cm/count).
 pub(crate) static LIVE: Atomic<usize> = Atomic::new(0);
@@ -262,7 +263,7 @@ mod delivery;
 mod event;
 mod portmap;
 pub(crate) mod table;
-mod upcall;
+pub(crate) mod upcall;
 
 /// The mutable part of a cm_id, behind `CmId::inner`.
 ///
@@ -279,8 +280,12 @@ struct Inner {
     /// The task delivering an event of this cm_id (as an address), 0 when
     /// none.  Compared with `current` to detect calls from the handler.
     delivering: usize,
-    /// The ULP still owns its reference (not yet destroyed).
-    ulp_owned: bool,
+    /// The ULP's reference, held for it here: the ULP has only the C
+    /// pointer, from `iw_create_cm_id` or a CONNECT_REQUEST, until
+    /// `iw_destroy_cm_id` or a non-zero handler return takes it out
+    /// ([`CmId::take_ulp_ref`]).  `None` before the ULP gets the cm_id and
+    /// after it gave it back.  Taken out under the lock, dropped after it.
+    ulp: Option<Arc<CmId>>,
     /// Provider events queued, and taken off the queue and fully handled
     /// (delivered, dropped or counted as a fault); equal when this cm_id
     /// has nothing in flight.
@@ -446,11 +451,7 @@ impl CmId {
             dev.as_raw(),
             cm_handler,
             context,
-            Callbacks {
-                event_handler: Some(cm_event_handler),
-                add_ref: Some(cm_add_ref),
-                rem_ref: Some(cm_rem_ref),
-            },
+            crate::c_entry::provider_callbacks(),
         );
         let slot = table::Reservation::new(ctx)?;
         let table_id = slot.id();
@@ -464,7 +465,7 @@ impl CmId {
                     qp: None,
                     events: EventRing::new(),
                     delivering: 0,
-                    ulp_owned: true,
+                    ulp: None,
                     queued: 0,
                     handled: 0,
                     role: table::Role::None,
@@ -494,65 +495,67 @@ impl CmId {
         self.raw.as_ptr()
     }
 
-    /// Hands the ULP's reference out as the C pointer.
+    /// The C-visible `struct iw_cm_id`, shared with the ULP and the
+    /// provider.
+    pub(crate) fn shared(&self) -> &SharedCmId {
+        &self.raw
+    }
+
+    /// Where the `struct iw_cm_id` is in a `CmId`, for the C entry points
+    /// that step back from it (`c_entry.rs`).
+    pub(crate) const RAW_OFFSET: usize = core::mem::offset_of!(CmId, raw);
+
+    /// Gives the ULP its reference, kept for it in `Inner::ulp`, and
+    /// returns its C pointer.
     pub(crate) fn into_ulp(this: Arc<CmId>) -> *mut RawCmId {
         let raw = this.raw();
-        let _ = Arc::into_raw(this);
+        let ulp = this.clone();
+        this.inner.lock().ulp = Some(ulp);
         raw
     }
 
-    /// The `CmId` whose `raw` field `raw` is.
-    ///
-    /// # Safety
-    ///
-    /// `raw` points to the `raw` field of a `CmId` (every `iw_cm_id` this
-    /// module hands out is one); it need not be live for the arithmetic.
-    unsafe fn container_of(raw: *mut RawCmId) -> *const CmId {
-        // `SharedCmId` is `repr(transparent)` over `Opaque<iw_cm_id>`, which
-        // is `repr(transparent)` over `iw_cm_id`.
-        let field = raw.cast::<SharedCmId>();
-        // SAFETY: by the caller's guarantee `raw` is the `raw` field of a
-        // `CmId`, so stepping back to the container stays inside that
-        // allocation.
-        unsafe { kernel::container_of!(field, CmId, raw) }
+    /// Takes the ULP's reference out (`None` when the ULP does not hold
+    /// one), to be dropped by the caller after `destroy`: the one way the
+    /// ULP's reference is given back.
+    fn take_ulp_ref(&self) -> Option<Arc<CmId>> {
+        self.inner.lock().ulp.take()
     }
 
-    /// Borrows the cm_id behind a C pointer.
-    ///
-    /// # Safety
-    ///
-    /// `raw` was handed out by this module and a reference on its cm_id is
-    /// held for `'a` (the ULP's or the provider's).
-    pub(crate) unsafe fn borrow<'a>(raw: *mut RawCmId) -> ArcBorrow<'a, CmId> {
-        // SAFETY: by the type invariant `raw` is inside an `Arc<CmId>`
-        // allocation, which the caller keeps alive for `'a`.
-        unsafe { ArcBorrow::from_raw(Self::container_of(raw)) }
-    }
-
-    /// Whether every provider event queued on the cm_id behind `raw` has
-    /// been handled (delivered, dropped or counted as a fault).  For the
-    /// KUnit tests, which have no other way to wait for the work item.
-    ///
-    /// # Safety
-    ///
-    /// `raw` is a live cm_id of this module.
+    /// Whether every provider event queued on this cm_id has been handled
+    /// (delivered, dropped or counted as a fault).  For the KUnit tests,
+    /// which have no other way to wait for the work item.
     #[cfg(CONFIG_KUNIT)]
-    pub(crate) unsafe fn settled(raw: *mut RawCmId) -> bool {
-        // SAFETY: guaranteed by the caller.
-        let this = unsafe { Self::borrow(raw) };
-        let g = this.inner.lock();
+    pub(crate) fn settled(&self) -> bool {
+        let g = self.inner.lock();
         g.queued == g.handled && g.delivering == 0
     }
 
-    /// Takes back one reference that was handed out with `Arc::into_raw`.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns one reference on the cm_id behind `raw` and gives it
-    /// up.
-    unsafe fn from_raw_ref(raw: *mut RawCmId) -> Arc<CmId> {
-        // SAFETY: guaranteed by the caller.
-        unsafe { Arc::from_raw(Self::container_of(raw)) }
+    /// Calls `f` with the right to this cm_id's addresses and `mapped`
+    /// bit when the caller is this cm_id's delivery (of a CONNECT_REPLY, or
+    /// of a listener's CONNECT_REQUEST) or the cm_id is destroyed with no
+    /// delivery in flight; `None` otherwise (warned: every caller is one
+    /// of these).  Takes `inner`; any context.
+    fn with_fields<R>(&self, f: impl FnOnce(Fields<'_>) -> R) -> Option<R> {
+        let me = current_task();
+        let ok = {
+            let g = self.inner.lock();
+            g.delivering == me || (g.state == State::Destroying && g.delivering == 0)
+        };
+        if !ok {
+            kernel::warn_on!(true);
+            return None;
+        }
+        // SAFETY: this thread delivers this cm_id's events, one at a time
+        // (`delivering`), or the cm_id is destroyed and nothing delivers:
+        // no one else writes the addresses or `mapped` for the call.  The
+        // ULP set them before its listen or connect call and does not write
+        // them again (a failed connect's ULP learns of it only from this
+        // delivery's handler call, after `f`); the provider never does;
+        // iw_cm writes them in listen/connect before the provider has the
+        // cm_id (done: the provider sent the event, or the ULP destroyed the
+        // cm_id) and in a CONNECT_REPLY delivery, which is this thread's or
+        // over.  A destroyed cm_id's are never written again.
+        Some(f(unsafe { Fields::assume(&self.raw) }))
     }
 
     /// Reserves room for `n` queued events, allocated with `flags`.
@@ -588,7 +591,9 @@ impl CmId {
     /// `net/iw_cm/default_backlog`; a backlog above [`MAX_BACKLOG`] is
     /// clamped to it (rdma_ucm passes its `max_backlog`, which may be
     /// larger, for a user's `rdma_listen(id, 0)`; iwcm.c takes any).
-    pub(crate) fn listen(&self, backlog: i32) -> Result {
+    /// `fields` are the ULP's, handed over with its call: used once the
+    /// cm_id has left Idle here, before the provider has it.
+    pub(crate) fn listen(&self, backlog: i32, fields: Fields<'_>) -> Result {
         let backlog = match backlog {
             0 => crate::c_helpers::default_backlog(),
             b => u32::try_from(b).map_err(|_| EINVAL)?,
@@ -608,11 +613,9 @@ impl CmId {
             }
         };
         let ret = if actions.contains(Actions::PROVIDER_LISTEN) {
-            // SAFETY: this call took the cm_id out of Idle, so no
-            // CONNECT_REPLY delivery writes its addresses, the provider has
-            // not seen it, and its ULP does not touch them during its own
-            // listen call (iw_cm_listen's rule).
-            let fields = unsafe { Fields::assume(&self.raw) };
+            // This call took the cm_id out of Idle: no CONNECT_REPLY
+            // delivery writes its addresses, and the provider has not seen
+            // it yet.
             self.map_ports(fields, false)
                 .and_then(|()| self.dev.create_listen(&self.raw, backlog_i32))
         } else {
@@ -627,15 +630,13 @@ impl CmId {
         ret
     }
 
-    /// `iw_cm_connect`.
-    pub(crate) fn connect(&self, param: &mut ConnParam) -> Result {
+    /// `iw_cm_connect`; `fields` as for [`CmId::listen`].
+    pub(crate) fn connect(&self, param: &mut ConnParam, fields: Fields<'_>) -> Result {
         self.reserve_events(ACTIVE_EVENT_SLOTS, GFP_KERNEL)?;
         let actions = self.attach_qp(Input::Connect, param.qpn)?;
         let ret = if actions.contains(Actions::PROVIDER_CONNECT) {
-            // SAFETY: as in `listen` (iw_cm_connect's rule); the fields go
-            // before the provider, which may deliver CONNECT_REPLY at once,
-            // has the cm_id.
-            let fields = unsafe { Fields::assume(&self.raw) };
+            // As in `listen`; the fields go before the provider, which may
+            // deliver CONNECT_REPLY at once, has the cm_id.
             self.map_ports(fields, true)
                 .and_then(|()| self.dev.connect(&self.raw, param))
         } else {
@@ -784,28 +785,16 @@ impl CmId {
         }
     }
 
-    /// `iw_destroy_cm_id`: destroys and gives back the ULP's reference.
-    ///
-    /// # Safety
-    ///
-    /// As for `crate::iw_destroy_cm_id`.
-    pub(crate) unsafe fn destroy_from_ulp(raw: *mut RawCmId) {
-        // SAFETY: the caller owns the ULP reference.
-        let this = unsafe { Self::borrow(raw) };
-        {
-            let mut g = this.inner.lock();
-            if !g.ulp_owned {
-                drop(g);
-                pr_warn!("iw_destroy_cm_id called twice on one cm_id\n");
-                kernel::warn_on!(true);
-                return;
-            }
-            g.ulp_owned = false;
-        }
-        this.destroy();
-        // SAFETY: `ulp_owned` was true and is now false: we give back the
-        // ULP's reference exactly once.
-        drop(unsafe { Self::from_raw_ref(raw) });
+    /// `iw_destroy_cm_id`: destroys and gives back the ULP's reference
+    /// (the caller's `self` keeps the cm_id alive meanwhile).
+    pub(crate) fn destroy_from_ulp(self: &Arc<Self>) {
+        let Some(ulp) = self.take_ulp_ref() else {
+            pr_warn!("iw_destroy_cm_id called twice on one cm_id\n");
+            kernel::warn_on!(true);
+            return;
+        };
+        self.destroy();
+        drop(ulp);
     }
 
     /// Moves the cm_id to Destroying and tells the provider; then waits for

@@ -39,7 +39,10 @@ mod trace;
 #[path = "../../../../rust/rdma/bindings.rs"]
 mod bindings;
 
+use c_entry::borrow;
 use cm_id::CmId;
+use kernel::sync::Arc;
+use rdma::shared_cm_id::Fields;
 
 module! {
     type: IwCmModule,
@@ -256,8 +259,10 @@ pub unsafe extern "C" fn iw_create_cm_id(
 /// CONNECT_REQUEST) and the caller still owns its reference.
 #[no_mangle]
 pub unsafe extern "C" fn iw_destroy_cm_id(cm_id: *mut bindings::iw_cm_id) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { CmId::destroy_from_ulp(cm_id) };
+    // SAFETY: the caller owns the ULP reference, given back here: a
+    // reference of ours keeps the cm_id alive until the call returns.
+    let id: Arc<CmId> = unsafe { borrow(cm_id) }.into();
+    id.destroy_from_ulp();
 }
 
 /// `iw_cm_listen()`: listens on `cm_id->local_addr` with room for `backlog`
@@ -268,12 +273,18 @@ pub unsafe extern "C" fn iw_destroy_cm_id(cm_id: *mut bindings::iw_cm_id) {
 ///
 /// # Safety
 ///
-/// `cm_id` is a live cm_id owned by the caller.
+/// `cm_id` is a live cm_id owned by the caller, which does not touch its
+/// addresses during the call (it set them before).
 #[no_mangle]
 pub unsafe extern "C" fn iw_cm_listen(cm_id: *mut bindings::iw_cm_id, backlog: i32) -> i32 {
     // SAFETY: guaranteed by the caller.
-    let id = unsafe { CmId::borrow(cm_id) };
-    errno(id.listen(backlog))
+    let id = unsafe { borrow(cm_id) };
+    // SAFETY: the ULP does not touch the addresses during its call (the
+    // caller's guarantee), and `listen` uses them only once this call has
+    // taken the cm_id out of Idle, before the provider has it: then no
+    // delivery of iw_cm writes them either (shared_cm_id.rs's rules).
+    let fields = unsafe { Fields::assume(id.shared()) };
+    errno(id.listen(backlog, fields))
 }
 
 /// `iw_cm_accept()`: accepts the request delivered with CONNECT_REQUEST.
@@ -295,7 +306,7 @@ pub unsafe extern "C" fn iw_cm_accept(
     iw_param: *mut bindings::iw_cm_conn_param,
 ) -> i32 {
     // SAFETY: guaranteed by the caller.
-    let id = unsafe { CmId::borrow(cm_id) };
+    let id = unsafe { borrow(cm_id) };
     // SAFETY: `iw_param` is null or valid and not used by anyone else
     // during the call (caller).
     let Some(param) = (unsafe { iw_param.as_mut() }) else {
@@ -321,7 +332,7 @@ pub unsafe extern "C" fn iw_cm_reject(
     private_data_len: u8,
 ) -> i32 {
     // SAFETY: guaranteed by the caller.
-    let id = unsafe { CmId::borrow(cm_id) };
+    let id = unsafe { borrow(cm_id) };
     let pdata: &[u8] = if private_data.is_null() || private_data_len == 0 {
         &[]
     } else {
@@ -340,20 +351,25 @@ pub unsafe extern "C" fn iw_cm_reject(
 ///
 /// # Safety
 ///
-/// `cm_id` is a live cm_id owned by the caller; `iw_param` is valid.
+/// `cm_id` is a live cm_id owned by the caller, which does not touch its
+/// addresses during the call (it set them before); `iw_param` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn iw_cm_connect(
     cm_id: *mut bindings::iw_cm_id,
     iw_param: *mut bindings::iw_cm_conn_param,
 ) -> i32 {
     // SAFETY: guaranteed by the caller.
-    let id = unsafe { CmId::borrow(cm_id) };
+    let id = unsafe { borrow(cm_id) };
     // SAFETY: `iw_param` is null or valid and not used by anyone else
     // during the call (caller).
     let Some(param) = (unsafe { iw_param.as_mut() }) else {
         return EINVAL.to_errno();
     };
-    errno(id.connect(param))
+    // SAFETY: as in `iw_cm_listen`: `connect` uses them only once this
+    // call has taken the cm_id out of Idle, before the provider (which may
+    // deliver CONNECT_REPLY at once) has it.
+    let fields = unsafe { Fields::assume(id.shared()) };
+    errno(id.connect(param, fields))
 }
 
 /// `iw_cm_disconnect()`: closes the connection, gracefully (QP to SQD) or
@@ -372,7 +388,7 @@ pub unsafe extern "C" fn iw_cm_connect(
 #[no_mangle]
 pub unsafe extern "C" fn iw_cm_disconnect(cm_id: *mut bindings::iw_cm_id, abrupt: i32) -> i32 {
     // SAFETY: guaranteed by the caller.
-    let id = unsafe { CmId::borrow(cm_id) };
+    let id = unsafe { borrow(cm_id) };
     errno(id.disconnect(abrupt != 0))
 }
 
@@ -393,7 +409,7 @@ pub unsafe extern "C" fn iw_cm_init_qp_attr(
     qp_attr_mask: *mut i32,
 ) -> i32 {
     // SAFETY: guaranteed by the caller.
-    let id = unsafe { CmId::borrow(cm_id) };
+    let id = unsafe { borrow(cm_id) };
     // SAFETY: guaranteed by the caller.
     let (attr, mask) = unsafe { (&mut *qp_attr, &mut *qp_attr_mask) };
     errno(id.init_qp_attr(attr, mask))

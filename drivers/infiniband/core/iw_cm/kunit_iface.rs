@@ -12,7 +12,8 @@
 //! `#[kunit_tests]` at the end of cm_id/portmap.rs and cm_id/table.rs.)
 
 use crate::bindings;
-use crate::cm_id::{CmId, LIVE, PROVIDER_FAULTS};
+use crate::c_entry::borrow;
+use crate::cm_id::{LIVE, PROVIDER_FAULTS};
 use core::ffi::c_void;
 
 /// Live cm_ids of this module, on every device.  Any context.
@@ -36,8 +37,8 @@ pub extern "C" fn iwcm_kunit_provider_faults() -> usize {
 /// reference.
 #[no_mangle]
 pub unsafe extern "C" fn iwcm_kunit_settled(cm_id: *mut bindings::iw_cm_id) -> bool {
-    // SAFETY: guaranteed by the caller.
-    unsafe { CmId::settled(cm_id) }
+    // SAFETY: a live cm_id of this module, held by the caller for the call.
+    unsafe { borrow(cm_id) }.settled()
 }
 
 /// Provider faults on every device whose `iw_connect` op is `connect_op`
@@ -74,8 +75,9 @@ pub unsafe extern "C" fn iwcm_kunit_table_line(
         n: 0,
         full: false,
     };
-    // SAFETY: guaranteed by the caller.
-    let r = unsafe { crate::cm_id::table::write_line_of(cm_id, &mut w) };
+    // SAFETY: a live cm_id of this module, held by the caller for the call.
+    let id = unsafe { borrow(cm_id) };
+    let r = crate::cm_id::table::write_line_of(&id, &mut w);
     if r.is_err() || w.full {
         return kernel::error::code::ENOSPC.to_errno() as isize;
     }
@@ -187,6 +189,7 @@ pub unsafe extern "C" fn iwcm_kunit_queued_children_slots(
 ) -> usize {
     // SAFETY: the caller's guarantee.
     let slots = unsafe { core::slice::from_raw_parts_mut(slots, cap) };
-    // SAFETY: the caller's guarantee.
-    unsafe { crate::cm_id::table::queued_children_slots(cm_id, slots) }
+    // SAFETY: a live cm_id of this module, held by the caller for the call.
+    let id = unsafe { borrow(cm_id) };
+    crate::cm_id::table::queued_children_slots(&id, slots)
 }

@@ -241,22 +241,22 @@ impl CmId {
     /// with the addresses a CONNECT_REPLY gives the ULP and the cm_id.
     fn call_handler_with_addrs(&self, ev: &mut Event, input: Input) -> i32 {
         if let Input::EvConnectReply { ok } = input {
-            // Only this delivering thread accesses the addresses
-            // of a connecting id (iwcm.c cm_conn_rep_handler), but
-            // for the table's snapshot of them.
-            // SAFETY: see above.
-            let mut fields = unsafe { Fields::assume(&self.raw) };
-            if ok && ev.use_addrs {
-                let (l, r) = ev.raw.addrs();
-                fields.set_mapped_addrs(l, r);
-            }
-            // The ULP sees its own addresses on success (as
-            // iwcm.c), and on failure when the provider's are
-            // unusable (a provider fault).
-            if ok || !ev.use_addrs {
-                let (l, r) = fields.addrs();
-                ev.raw.set_addrs(l, r);
-            }
+            // Only this delivering thread accesses the addresses of a
+            // connecting id (iwcm.c cm_conn_rep_handler), but for the
+            // table's snapshot of them.
+            self.with_fields(|mut fields| {
+                if ok && ev.use_addrs {
+                    let (l, r) = ev.raw.addrs();
+                    fields.set_mapped_addrs(l, r);
+                }
+                // The ULP sees its own addresses on success (as iwcm.c),
+                // and on failure when the provider's are unusable (a
+                // provider fault).
+                if ok || !ev.use_addrs {
+                    let (l, r) = fields.addrs();
+                    ev.raw.set_addrs(l, r);
+                }
+            });
         }
         self.call_handler_traced(&mut ev.raw)
     }
@@ -279,18 +279,12 @@ impl CmId {
         ret
     }
 
-    /// A handler returned non-zero: destroy and drop the ULP's reference.
+    /// A handler returned non-zero: destroy and drop the ULP's reference
+    /// (`self` keeps the id alive meanwhile).
     pub(super) fn destroy_for_handler(self: &Arc<Self>) {
-        let owned = {
-            let mut g = self.inner.lock();
-            core::mem::replace(&mut g.ulp_owned, false)
-        };
+        let ulp = self.take_ulp_ref();
         self.destroy();
-        if owned {
-            // SAFETY: `ulp_owned` was true: the ULP's reference is ours to
-            // give back, exactly once; `self` keeps the id alive meanwhile.
-            drop(unsafe { Self::from_raw_ref(self.raw()) });
-        }
+        drop(ulp);
     }
 
     /// CONNECT_REQUEST on a listener: create the child cm_id and deliver
@@ -327,7 +321,7 @@ impl CmId {
         }
         // The ULP's reference on the child: handed out with the request,
         // given back by iw_destroy_cm_id or by `destroy_for_handler` below.
-        let _ = Arc::into_raw(child.clone());
+        let _ = Self::into_ulp(child.clone());
         let listening = self.inner.lock().state == State::Listen;
         // Its event slots, before the ULP can accept (and the provider send
         // it events): here, with GFP_KERNEL, not in the provider's upcall.
@@ -370,10 +364,11 @@ impl CmId {
     /// see [`table::Unlisted`]) its provider object and addresses from the
     /// request `ev` and the port mapper.
     fn set_up_child(&self, child: &mut table::Unlisted, ev: &mut Event) {
-        // SAFETY: no one writes a listener's addresses while it listens
-        // (its ULP set them before its listen call).
-        let listener = unsafe { Fields::assume(&self.raw) };
-        let ((l_local, _), (l_m_local, _)) = (listener.addrs(), listener.mapped_addrs());
+        // No one writes a listener's addresses while it listens (its ULP
+        // set them before its listen call); this is its delivery.
+        let ((l_local, _), (l_m_local, _)) = self
+            .with_fields(|listener| (listener.addrs(), listener.mapped_addrs()))
+            .unwrap_or_default();
         // The wire's addresses, the child's mapped ones.
         let (wire_local, wire_remote) = ev.raw.addrs();
         let mut local = l_local;

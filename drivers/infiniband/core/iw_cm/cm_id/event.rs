@@ -11,16 +11,10 @@ use super::*;
 ///
 /// # Invariants
 ///
-/// `raw`'s private data is none, or the buffer of `pdata`, which is never
-/// written after [`Event::new`]: it never points at the provider's buffer,
-/// which may be freed as soon as the upcall returns.  (`pdata`'s heap
-/// buffer does not move with the `Event`.)  `raw`'s event type is one of
-/// the five; its status, ird and ord are the checked values.
+/// `raw`'s event type is one of the five; its status, ird and ord are the
+/// checked values.  (Its private data is its own copy: [`CmEvent`].)
 pub(super) struct Event {
     pub(super) raw: CmEvent,
-    /// The event's private data, copied in the upcall (the provider may
-    /// free its buffer as soon as the upcall returns).
-    pdata: KVec<u8>,
     /// The event's addresses passed the check (CONNECT_REQUEST and
     /// CONNECT_REPLY); otherwise the cm_id's own are used.
     pub(super) use_addrs: bool,
@@ -44,19 +38,17 @@ impl Event {
         v: Checked,
         child: Option<table::Unlisted>,
     ) -> Self {
-        let mut ev = Self {
-            raw: CmEvent::copy_of(src),
-            pdata,
+        let mut raw = CmEvent::copy_of(src);
+        // INVARIANT: the checked values.
+        raw.set_checked(v.status, v.ird, v.ord);
+        // Copied in the upcall: the provider may free its buffer as soon as
+        // the upcall returns.
+        raw.set_private_data(pdata);
+        Self {
+            raw,
             use_addrs: v.use_addrs,
             child,
-        };
-        ev.raw.set_checked(v.status, v.ird, v.ord);
-        // SAFETY: `pdata`'s heap buffer belongs to the same `Event`, does
-        // not move with it and is never written again; the event is only
-        // handed to a ULP while the `Event` lives.
-        // INVARIANT: the private data is `pdata`'s.
-        unsafe { ev.raw.set_private_data(ev.pdata.as_mut_slice()) };
-        ev
+        }
     }
 
     pub(super) fn input(&self) -> Option<Input> {

@@ -73,11 +73,14 @@ impl CmId {
 
     /// Removes the port mapper's mapping (iwcm.c destroy_cm_id).
     pub(super) fn unmap_ports(&self) {
-        // SAFETY: the id is Destroying: nobody changes `mapped` or the
-        // addresses any more.
-        let fields = unsafe { Fields::assume(&self.raw) };
-        if fields.is_mapped() {
-            let ((local, _), (m_local, _)) = (fields.addrs(), fields.mapped_addrs());
+        // The id is Destroying: nobody changes `mapped` or the addresses
+        // any more.
+        let mapped = self.with_fields(|fields| {
+            fields
+                .is_mapped()
+                .then(|| (fields.addrs().0, fields.mapped_addrs().0))
+        });
+        if let Some(Some((local, m_local))) = mapped {
             iwpm::remove(&local, &m_local);
         }
     }
@@ -88,36 +91,26 @@ mod tests {
     use super::adopted_mapping;
     use crate::bindings::{AF_INET, AF_INET6};
     use crate::rdma::iwpm::{Mapped, SockAddr};
-    use core::mem::{size_of, transmute};
+    use crate::rdma::sockaddr::{in_parts, with_in};
     use kernel::prelude::*;
-
-    /// The bytes of a `sockaddr_storage`.
-    type Bytes = [u8; size_of::<SockAddr>()];
 
     /// An address of `family` whose `sockaddr_in` port and IPv4 address
     /// are `port` and `ip`.
     fn addr(family: u32, ip: [u8; 4], port: u16) -> SockAddr {
-        let mut b: Bytes = [0; size_of::<SockAddr>()];
-        b[..2].copy_from_slice(&(family as u16).to_ne_bytes());
-        b[2..4].copy_from_slice(&port.to_be_bytes());
-        b[4..8].copy_from_slice(&ip);
-        // SAFETY: a `sockaddr_storage` is integers without padding: any
-        // bytes of its size are one.
-        unsafe { transmute::<Bytes, SockAddr>(b) }
+        with_in(family, ip, port)
     }
 
-    /// Family, port and IPv4 address of `a`, as `addr` writes them.
-    fn head(a: SockAddr) -> [u8; 8] {
-        // SAFETY: as in `addr`; every byte of `a` is initialised.
-        let b = unsafe { transmute::<SockAddr, Bytes>(a) };
-        let mut h = [0; 8];
-        h.copy_from_slice(&b[..8]);
-        h
+    /// Family, IPv4 address and port of an address.
+    type Head = (u32, [u8; 4], u16);
+
+    /// Family, IPv4 address and port of `a`, as `addr` writes them.
+    fn head(a: SockAddr) -> Head {
+        in_parts(&a)
     }
 
     /// `adopted_mapping` of the answer (`m_local`, `m_remote`), as the
     /// heads of the addresses taken.
-    fn adopted(m_local: SockAddr, m_remote: SockAddr, active: bool) -> Option<([u8; 8], [u8; 8])> {
+    fn adopted(m_local: SockAddr, m_remote: SockAddr, active: bool) -> Option<(Head, Head)> {
         let (local, remote) = (
             addr(AF_INET, [192, 0, 2, 1], 4420),
             addr(AF_INET, [192, 0, 2, 2], 4420),

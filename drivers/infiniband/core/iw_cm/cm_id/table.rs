@@ -648,17 +648,10 @@ impl CmId {
     }
 }
 
-/// Writes the table line of the cm_id behind `raw` (for the KUnit suite's
-/// formatting case, through kunit_iface.rs).  Takes the cm_id's lock.
-///
-/// # Safety
-///
-/// `raw` is a live cm_id of this module on which the caller holds a
-/// reference.
+/// Writes the table line of `id` (for the KUnit suite's formatting case,
+/// through kunit_iface.rs).  Takes the cm_id's lock.
 #[cfg(CONFIG_KUNIT)]
-pub(crate) unsafe fn write_line_of(raw: *mut RawCmId, w: &mut impl fmt::Write) -> fmt::Result {
-    // SAFETY: guaranteed by the caller.
-    let id = unsafe { CmId::borrow(raw) };
+pub(crate) fn write_line_of(id: &CmId, w: &mut impl fmt::Write) -> fmt::Result {
     write_row(w, &id.row())
 }
 
@@ -694,20 +687,13 @@ pub(crate) fn event_slots(id: u32) -> Option<usize> {
     Some(n)
 }
 
-/// The event slots of the children of the CONNECT_REQUESTs queued on the
-/// cm_id behind `raw`, in queue order: up to `out.len()` (at most 8) into
-/// `out`; returns how many requests are queued (for the KUnit suite,
-/// through kunit_iface.rs: a queued child is not in the table).  Takes
-/// the cm_id's lock, then each child's; any context.
-///
-/// # Safety
-///
-/// `raw` is a live cm_id of this module on which the caller holds a
-/// reference.
+/// The event slots of the children of the CONNECT_REQUESTs queued on
+/// `this`, in queue order: up to `out.len()` (at most 8) into `out`;
+/// returns how many requests are queued (for the KUnit suite, through
+/// kunit_iface.rs: a queued child is not in the table).  Takes the cm_id's
+/// lock, then each child's; any context.
 #[cfg(CONFIG_KUNIT)]
-pub(crate) unsafe fn queued_children_slots(raw: *mut RawCmId, out: &mut [usize]) -> usize {
-    // SAFETY: guaranteed by the caller.
-    let this = unsafe { CmId::borrow(raw) };
+pub(crate) fn queued_children_slots(this: &CmId, out: &mut [usize]) -> usize {
     let mut children: [Option<Arc<CmId>>; 8] = Default::default();
     let n = {
         let g = this.inner.lock();

@@ -3,6 +3,8 @@
 //! The provider's calls into a cm_id: `event_handler`, `add_ref` and
 //! `rem_ref` (iwcm.c's `cm_event_handler`, `add_ref`, `rem_ref`), and the
 //! checks that treat every field of a provider event as untrusted input.
+//! Their C entry points are in `c_entry.rs`, which passes the cm_id and the
+//! event here as typed values (`None` for a null pointer).
 
 use super::*;
 
@@ -148,8 +150,9 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
     Ok((checked, pdata))
 }
 
-/// The provider's upcall (`cm_id->event_handler`): check the event, copy
-/// it and queue it for in-order delivery on this cm_id's work item.
+/// The provider's upcall (`cm_id->event_handler`, `c_entry.rs`): check the
+/// event `src` of cm_id `this` (`None` for a null pointer), copy it and
+/// queue it for in-order delivery on this cm_id's work item.
 ///
 /// Context: process or softirq (siw calls it from its `sk_data_ready`
 /// callback), with or without the provider's spinlocks held; not hard
@@ -164,7 +167,7 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
 /// (`copy_from_kernel_nofault`); malformed fields are provider faults,
 /// warned once and corrected or dropped.
 ///
-/// Returns 0; -ENOMEM when the cm_id's preallocated event slots are full,
+/// Returns `Ok` (0); -ENOMEM when the cm_id's preallocated event slots are full,
 /// or the private data or a CONNECT_REQUEST's child cm_id cannot be
 /// allocated (as iwcm.c for a full work pool: the provider then rejects or
 /// drops the connection); -EINVAL for a provider fault that
@@ -174,40 +177,23 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
 /// connected or accepted (where iwcm.c reaches `BUG()`), with a warning;
 /// -ECONNABORTED for a CONNECT_REQUEST on a listener being destroyed (the
 /// provider releases the request, as for -ENOMEM).
-///
-/// # Safety
-///
-/// Called by the provider with a cm_id it holds a reference on and a valid
-/// `struct iw_cm_event` (whose contents are checked here).
-pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut RawCmEvent) -> i32 {
-    if raw.is_null() || event.is_null() {
+pub(crate) fn event_upcall(this: Option<ArcBorrow<'_, CmId>>, src: Option<&RawCmEvent>) -> Result {
+    let (Some(this), Some(src)) = (this, src) else {
         provider_fault!(None, "event upcall with a null pointer\n");
-        return EINVAL.to_errno();
-    }
-    // SAFETY: the provider holds a reference on the cm_id (add_ref).
-    let this = unsafe { CmId::borrow(raw) };
-    // SAFETY: the event is valid for the duration of the upcall.
-    let src = unsafe { &*event };
+        return Err(EINVAL);
+    };
     let is_request = kind_of(src.event) == Some(Kind::ConnectRequest);
     if is_request {
-        if let Err(e) = admit_request(&this) {
-            return e.to_errno();
-        }
+        admit_request(&this)?;
     }
-    let (checked, pdata) = match check_and_copy(&this, src) {
-        Ok(v) => v,
-        Err(e) => return e.to_errno(),
-    };
+    let (checked, pdata) = check_and_copy(&this, src)?;
     // A request's child cm_id, before the lock: with it the request can be
     // delivered, or rejected if it never is.  Without memory for it the
     // request is refused now (the provider drops the connection), as when
     // the listener's slots are full.
     let child = if is_request {
         let (handler, context) = this.raw.handler_context();
-        match CmId::new_child(&this, handler, context) {
-            Ok(c) => Some(c),
-            Err(_) => return ENOMEM.to_errno(),
-        }
+        Some(CmId::new_child(&this, handler, context).map_err(|_| ENOMEM)?)
     } else {
         None
     };
@@ -216,11 +202,11 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
     match queue_event(&this, &mut ev, src, is_request) {
         Queued::Yes => {
             CmId::kick(this);
-            0
+            Ok(())
         }
-        Queued::Dropped => 0,
-        Queued::Refused => ECONNABORTED.to_errno(),
-        Queued::Full => ENOMEM.to_errno(),
+        Queued::Dropped => Ok(()),
+        Queued::Refused => Err(ECONNABORTED),
+        Queued::Full => Err(ENOMEM),
         Queued::NoSlots => {
             // Slots are reserved by listen, connect and accept: a cm_id
             // without any never gave the provider a reason to call it.
@@ -229,7 +215,7 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
                 "provider event {} on a cm_id that is not connecting, accepting or listening\n",
                 src.event
             );
-            EINVAL.to_errno()
+            Err(EINVAL)
         }
     }
 }
@@ -291,52 +277,42 @@ fn queue_event(this: &CmId, ev: &mut Option<Event>, src: &RawCmEvent, is_request
     }
 }
 
-/// `cm_id->add_ref`: the provider takes a reference.  Any context.
-///
-/// # Safety
-///
-/// `raw` is a live cm_id of this module (the caller holds a reference).
-pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut RawCmId) {
-    if raw.is_null() {
+/// `cm_id->add_ref` (`c_entry.rs`): the provider takes a reference on
+/// `this` (`None` for a null pointer, a provider fault).  Returns the
+/// reference, which the provider holds (as its pointer) until its
+/// `rem_ref`.  Any context.
+pub(crate) fn add_ref(this: Option<ArcBorrow<'_, CmId>>) -> Option<Arc<CmId>> {
+    let Some(this) = this else {
         provider_fault!(None, "add_ref on a null cm_id\n");
-        return;
-    }
-    // SAFETY: guaranteed by the caller.
-    let b = unsafe { CmId::borrow(raw) };
-    b.provider_refs.add(1, Relaxed);
-    let arc: Arc<CmId> = b.into();
-    let _ = Arc::into_raw(arc);
+        return None;
+    };
+    this.provider_refs.add(1, Relaxed);
+    Some(this.into())
 }
 
-/// `cm_id->rem_ref`: the provider drops a reference (may free the cm_id).
-/// Any context.  A `rem_ref` beyond the provider's `add_ref`s is a
-/// provider fault, warned once and ignored: it would otherwise drop the
-/// ULP's (or a queued event's) reference and free the cm_id under them.
-///
-/// # Safety
-///
-/// `raw` is a cm_id of this module on which the provider took a reference
-/// with `add_ref` (checked as far as the count goes: an unbalanced call is
-/// caught while another reference keeps the cm_id alive).
-pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
-    if raw.is_null() {
+/// `cm_id->rem_ref` (`c_entry.rs`): the provider gives back a reference on
+/// `this` (`None` for a null pointer, a provider fault).  Returns whether
+/// it held one, which its C entry point then drops (that may free the
+/// cm_id).  A `rem_ref` beyond the provider's `add_ref`s is a provider
+/// fault, warned once and ignored: it would otherwise drop the ULP's (or
+/// a queued event's) reference and free the cm_id under them.  Any
+/// context.
+pub(crate) fn rem_ref(this: Option<ArcBorrow<'_, CmId>>) -> bool {
+    let Some(this) = this else {
         provider_fault!(None, "rem_ref on a null cm_id\n");
-        return;
-    }
-    // The count below is a best-effort guard against a provider that breaks
-    // the contract while another reference (the ULP's, a queued event's)
-    // still keeps the cm_id alive; after the last one it cannot help.
-    // SAFETY: by the caller's contract the provider holds a reference.
-    let b = unsafe { CmId::borrow(raw) };
-    if !put_provider_ref(&b) {
+        return false;
+    };
+    // The count is a best-effort guard against a provider that breaks the
+    // contract while another reference (the ULP's, a queued event's) still
+    // keeps the cm_id alive; after the last one it cannot help.
+    if !put_provider_ref(&this) {
         provider_fault!(
-            Some(&b.dev_info),
+            Some(&this.dev_info),
             "rem_ref without a matching add_ref: ignored\n"
         );
-        return;
+        return false;
     }
-    // SAFETY: the provider owned one reference taken with `add_ref`.
-    drop(unsafe { CmId::from_raw_ref(raw) });
+    true
 }
 
 /// Takes one of the provider's references off `this.provider_refs`;
