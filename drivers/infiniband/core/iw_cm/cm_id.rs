@@ -16,10 +16,10 @@
 //!
 //! # Delivery
 //!
-//! The provider's upcall ([`cm_event_handler`], possibly atomic) copies the
-//! event and its private data into this cm_id's ring (preallocated: backlog
-//! slots for a listener, 4 for an active id, 3 for a passive one) and queues
-//! this cm_id's work item.  The work item delivers the ring's events in
+//! The provider's upcall ([`upcall::event_upcall`], possibly atomic)
+//! copies the event and its private data into this cm_id's ring
+//! (preallocated: backlog slots for a listener, 4 for an active id, 3 for a
+//! passive one) and queues this cm_id's work item.  The work item delivers the ring's events in
 //! order, one at a time; different cm_ids' work items run concurrently.
 //! While one thread delivers, `Inner::delivering` names it: destroy waits
 //! for that delivery unless it is that very thread.
