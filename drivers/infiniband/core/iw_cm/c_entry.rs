@@ -115,9 +115,10 @@ unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
     // reference.
     let this = unsafe { borrow_upcall(raw) };
     if upcall::rem_ref(this) {
-        // SAFETY: the provider owned one reference, handed out by
+        // SAFETY: `raw` is a cm_id of this module (the caller's contract)
+        // and the provider owned one reference on it, handed out by
         // `cm_add_ref` with `Arc::into_raw` (counted in `provider_refs`),
-        // and gives it up now.
+        // which it gives up now.
         drop(unsafe { Arc::from_raw(cm_id_ptr(raw)) });
     }
 }

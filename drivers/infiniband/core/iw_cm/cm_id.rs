@@ -323,8 +323,10 @@ impl Inner {
 ///
 /// `raw.device` is an iWARP device (the one in `dev`); `raw.event_handler`,
 /// `raw.add_ref` and `raw.rem_ref` are this module's functions.  Every
-/// `*mut iw_cm_id` handed out points into a `CmId` owned by an `Arc`.
-/// `table_id` is reserved in the table for this cm_id from its allocation
+/// `*mut iw_cm_id` handed out points into a `CmId` owned by an `Arc`
+/// (`c_entry.rs` steps back from it to the `CmId`): the ULP's pointer is
+/// kept alive by `Inner::ulp`, the provider's by the references its
+/// `add_ref` took.  `table_id` is reserved in the table for this cm_id from its allocation
 /// until its destructor erases it; the cm_id is published at it (seen by
 /// table readers) from `table::Unlisted::publish` on, and nothing else is.
 #[pin_data(PinnedDrop)]
