@@ -697,6 +697,22 @@ iwcm_siw_fix() {
 }
 # iwcm_stock_siw: the siw under test is the kernel's own.
 iwcm_stock_siw() { [ "$IWCM_SIW" = stock ]; }
+# iwcm_fail_or_siw_xfail NNNN DESCRIPTION WHAT: a failed result; with
+# upstream siw, whose fault WHAT (the symptom the caller has matched) the
+# test siw's patch NNNN fixes, an XFAIL naming that patch instead.
+iwcm_fail_or_siw_xfail() {
+	if iwcm_stock_siw; then
+		ktap_test_xfail "$2: upstream siw: $3, fixed by $(iwcm_siw_fix "$1")"
+	else
+		ktap_test_fail "$2"
+	fi
+}
+# iwcm_siw_key_exhausted FILE...: the processes' logs show a CQ or QP
+# creation refused (cmtime, ucmatose): upstream siw's mmap key
+# SIW_INVAL_UOBJ_KEY (the 145th mapped queue of a process, about 72 QPs or
+# 36 ucmatose connections; tools/testing/siw/0001).
+IWCM_SIW_KEY_RE='failure creating qp|unable to create (CQ|QP)'
+iwcm_siw_key_exhausted() { cat "$@" 2>/dev/null | grep -qE "$IWCM_SIW_KEY_RE"; }
 # iwcm_upstream_siw_splats: with upstream siw, are all the kernel's reports
 # since setup those of upstream siw faults that a tools/testing/siw patch
 # fixes?  tools/vm/splat-check.py --allow-upstream-siw decides (the same
