@@ -40,8 +40,8 @@ iwcm_setup_or_bail
 [ "$IWCM_IMPL" = rust ] ||
 	iwcm_log "C iw_cm: these cases run with the test siw only; against upstream siw the garbage reply oopses the C iw_cm in cm_event_handler (NULL + 4 private data), so hostile_peer_upstream.sh is SKIP with it"
 
-siw=test
-iwcm_stock_siw && siw=upstream
+siw="test"
+iwcm_stock_siw && siw="upstream"
 for c in $SERVER_CASES; do
 	client_case "$c" $siw
 done
