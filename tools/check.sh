@@ -309,7 +309,7 @@ suite() {
 	local impl=$1 name=${2:-suite-$1} tests=${3:-} log res ktap rc np nf ns
 	shift; shift; shift
 	log=$IWCM_RESULTS_DIR/$name.out
-	say "== iw_cm selftests in the VM, IWCM_IMPL=$impl${tests:+ ($tests)}"
+	say "== iw_cm selftests in the VM, IWCM_IMPL=$impl${IWCM_SIW:+, IWCM_SIW=$IWCM_SIW}${tests:+ ($tests)}"
 	vm "$name" "$log" --timeout "$suite_timeout" "$@" -- \
 		env IWCM_TESTS="$tests" "${vm_top:-$top}/tools/vm/guest-tests.sh" "$impl"
 	rc=$?
