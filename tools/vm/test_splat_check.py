@@ -97,6 +97,15 @@ class SplatCheck(unittest.TestCase):
         self.assertIn("accepted upstream siw report", out)
         self.assertIn("tools/testing/siw/0002-", out)
 
+    def test_upstream_siw_inconsistent_lock_state_accepted(self):
+        # lockdep's other form of the same fault.
+        other = SIW_LOCKDEP.replace("SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected",
+                                    "inconsistent lock state").replace(
+            "... which became SOFTIRQ-irq-unsafe at:", "{SOFTIRQ-ON-R} state was registered at:")
+        rc, out = self.run_check(other, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("tools/testing/siw/0002-", out)
+
     def test_softirq_unsafe_lock_of_another_callback_fatal(self):
         # The same report with another driver's callback as the
         # softirq-unsafe user: not siw's fault.
