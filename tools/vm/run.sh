@@ -13,6 +13,10 @@
 #     --allow-rdma-cm-lockdep-after MARKER
 #                          the same, only below the console's first line holding
 #                          MARKER (the boot's last test draws it)
+#     --allow-upstream-siw accept the reports of upstream siw's own faults that a
+#                          tools/testing/siw patch fixes, each by its signature
+#                          (splat-check.py: 0002's lockdep report, 0006's leaked
+#                          endpoint); for a boot with IWCM_SIW=stock only
 #     --no-kmemleak        skip the kmemleak scan at the end
 #
 # The console log is saved as results/NAME-<time>/console.log.  Any kernel
@@ -46,8 +50,9 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--name) name=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
-	--allow-rdma-cm-lockdep) allow=(--allow-rdma-cm-lockdep); shift ;;
-	--allow-rdma-cm-lockdep-after) allow=(--allow-rdma-cm-lockdep-after "$2"); shift 2 ;;
+	--allow-rdma-cm-lockdep) allow+=(--allow-rdma-cm-lockdep); shift ;;
+	--allow-rdma-cm-lockdep-after) allow+=(--allow-rdma-cm-lockdep-after "$2"); shift 2 ;;
+	--allow-upstream-siw) allow+=(--allow-upstream-siw); shift ;;
 	--no-kmemleak) nokmemleak=1; shift ;;
 	--) shift; break ;;
 	*) break ;;

@@ -12,6 +12,18 @@ rdma_cm (Documentation/iw_cm.rst, "rdma_cm's handler_mutex lockdep report": ever
 --allow-rdma-cm-lockdep-after MARKER accepts it only below the first line
 that contains MARKER (a boot whose last test is the one that draws it: the
 tests before it keep the report fatal).
+
+--allow-upstream-siw (the boot that runs the selftests against the kernel's
+own, unpatched siw: IWCM_SIW=stock) accepts the reports of upstream siw
+faults that the test siw fixes, each matched by its own signature, and
+nothing else:
+  tools/testing/siw/0002  lockdep's "SOFTIRQ-safe -> SOFTIRQ-unsafe lock
+      order detected" (or "inconsistent lock state") about sk_callback_lock
+      (clock-AF_INET), made softirq-unsafe by a siw socket callback
+      (siw_*_llp_*), reported when a listener with unaccepted children is
+      closed;
+  tools/testing/siw/0006  kmemleak's unreferenced siw endpoint (siw_cep) or
+      its work elements, allocated by siw_cep_alloc / siw_cm_alloc_work.
 """
 import re
 import sys
@@ -39,6 +51,12 @@ HEADERS = [
 HDR = re.compile("|".join("(?:%s)" % h for h in HEADERS))
 # Strip "[   12.345678] " timestamps.
 TS = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+SIW_0002 = "tools/testing/siw/0002-RDMA-siw-take-sk_callback_lock-with-BH-disabled-in-the-socket-callbacks.patch"
+SIW_0006 = "tools/testing/siw/0006-RDMA-siw-free-a-passive-endpoint-whose-MPA-request-never-came.patch"
+SIW_LOCKDEP_HDR = re.compile(
+    r"WARNING: (SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected|inconsistent lock state)")
+SIW_CALLBACK = re.compile(r"\bsiw_(qp|cm)_llp_(data_ready|state_change|write_space)\+0x[0-9a-f]+/0x[0-9a-f]+ \[siw\]")
+SIW_KMEMLEAK_ALLOC = re.compile(r"\bsiw_(cep_alloc|cm_alloc_work)\+0x[0-9a-f]+/0x[0-9a-f]+ \[siw\]")
 LOCKDEP_ALLOWED = re.compile(
     r"WARNING: possible (recursive locking detected|circular locking dependency detected)")
 
@@ -46,6 +64,13 @@ LOCKDEP_ALLOWED = re.compile(
 def reports(lines):
     """Yield (first_line_index, lines) per splat; a report runs until the
     next header, an end-of-trace marker or 80 lines."""
+    for i, block, _ in reports_with_rest(lines):
+        yield i, block
+
+
+def reports_with_rest(lines):
+    """reports(), and with each block the lines after it up to the next
+    header (at most 200)."""
     i = 0
     n = len(lines)
     while i < n:
@@ -59,10 +84,39 @@ def reports(lines):
                 j += 1
                 if "---[ end trace" in nxt:
                     break
-            yield i, [TS.sub("", x) for x in lines[i:j]]
+            k = j
+            while k < n and k - j < 200 and not HDR.search(TS.sub("", lines[k])):
+                k += 1
+            yield i, [TS.sub("", x) for x in lines[i:j]], [TS.sub("", x) for x in lines[j:k]]
             i = j
         else:
             i += 1
+
+
+def upstream_siw_report(block, rest):
+    """The tools/testing/siw patch whose upstream fault BLOCK reports, or
+    None.  REST: the lines after the block up to the next header (a
+    lockdep report runs past the 80 lines of a block)."""
+    head = block[:2]
+    if any(SIW_LOCKDEP_HDR.search(l) for l in head):
+        text = block + rest
+        # The lock the report is about is sk_callback_lock (lockdep's
+        # class clock-AF_INET) and its softirq-unsafe use is siw's.
+        if not any("(clock-AF_INET)" in l for l in text):
+            return None
+        unsafe = next((i for i, l in enumerate(text)
+                       if re.search(r"which became SOFTIRQ-irq-unsafe at:|"
+                                    r"\{SOFTIRQ-ON-[RW]\} state was registered at:", l)), None)
+        if unsafe is None or not any(SIW_CALLBACK.search(l) for l in text[unsafe:unsafe + 40]):
+            return None
+        return SIW_0002
+    if block[0].startswith("unreferenced object 0x"):
+        # kmemleak: the allocation's own backtrace (after "backtrace"),
+        # siw's endpoint or one of its work elements.
+        bt = next((i for i, l in enumerate(block) if "backtrace" in l), None)
+        if bt is not None and any(SIW_KMEMLEAK_ALLOC.search(l) for l in block[bt:bt + 12]):
+            return SIW_0006
+    return None
 
 
 def rdma_cm_handler_mutex_report(block):
@@ -89,12 +143,15 @@ def rdma_cm_handler_mutex_report(block):
 
 def main(argv):
     allow = False
+    allow_siw = False
     marker = None
     paths = []
     args = iter(argv)
     for a in args:
         if a == "--allow-rdma-cm-lockdep":
             allow = True
+        elif a == "--allow-upstream-siw":
+            allow_siw = True
         elif a == "--allow-rdma-cm-lockdep-after":
             allow = True
             marker = next(args, None)
@@ -112,13 +169,19 @@ def main(argv):
         allow_from = 0
         if marker is not None:
             allow_from = next((i for i, l in enumerate(lines) if marker in l), len(lines))
-        for idx, block in reports(lines):
+        for idx, block, rest in reports_with_rest(lines):
             # "[ cut here ]" is followed by the real header: report once.
             if block[0].startswith("------------[ cut here ]") and len(block) == 1:
                 continue
             if allow and idx > allow_from and rdma_cm_handler_mutex_report(block):
                 allowed += 1
                 print("splat-check: accepted rdma_cm handler_mutex lockdep report at line %d" % (idx + 1))
+                continue
+            fix = upstream_siw_report(block, rest) if allow_siw else None
+            if fix:
+                allowed += 1
+                print("splat-check: accepted upstream siw report at line %d: %s (fixed by %s)" %
+                      (idx + 1, block[0].strip(), fix))
                 continue
             bad += 1
             print("splat-check: %s:%d:" % (p, idx + 1))

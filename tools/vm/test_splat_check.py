@@ -3,7 +3,9 @@
 """Host tests of splat-check.py (make hosttest): which console logs fail a
 run, and where the rdma_cm handler_mutex lockdep report is accepted.
 testdata/rdma-cm-lockdep.txt is the head and tail of the report the
-sample_unplug selftest draws (its middle cut)."""
+sample_unplug selftest draws (its middle cut); upstream-siw-lockdep.txt
+and upstream-siw-kmemleak.txt the reports of upstream siw faults that
+--allow-upstream-siw accepts (tools/testing/siw/0002 and 0006)."""
 import contextlib
 import importlib.util
 import io
@@ -20,6 +22,19 @@ _spec.loader.exec_module(splat_check)
 
 with open(os.path.join(HERE, "testdata", "rdma-cm-lockdep.txt")) as _f:
     LOCKDEP = _f.read()
+with open(os.path.join(HERE, "testdata", "upstream-siw-lockdep.txt")) as _f:
+    SIW_LOCKDEP = _f.read()
+with open(os.path.join(HERE, "testdata", "upstream-siw-kmemleak.txt")) as _f:
+    SIW_KMEMLEAK = _f.read()
+# 0005's fault: upstream siw puts a listening endpoint twice; never accepted.
+SIW_UAF = """[  300.100000] ==================================================================
+[  300.100000] BUG: KASAN: slab-use-after-free in siw_cep_set_inuse+0x2d/0x1c0 [siw]
+[  300.100000] Read of size 4 at addr ffff88810b2c4a34 by task rping/2011
+[  300.100000] Call Trace:
+[  300.100000]  siw_cep_set_inuse+0x2d/0x1c0 [siw]
+[  300.100000]  siw_drop_listeners+0x5c/0x1a0 [siw]
+[  300.100000]  siw_destroy_listen+0x23/0x40 [siw]
+"""
 MARKER = "# selftests: iw_cm: sample_unplug.sh"
 WARN = "[   12.000000] WARNING: drivers/infiniband/core/verbs.c:2164 at ib_destroy_qp_user\n"
 
@@ -68,6 +83,72 @@ class SplatCheck(unittest.TestCase):
     def test_lockdep_report_on_another_lock_fatal(self):
         other = LOCKDEP.replace("&id_priv->handler_mutex", "&dev->mutex")
         self.assertEqual(self.run_check(other, "--allow-rdma-cm-lockdep")[0], 1)
+
+    def test_upstream_siw_lockdep_fails_without_allowance(self):
+        rc, out = self.run_check(SIW_LOCKDEP)
+        self.assertEqual(rc, 1)
+        self.assertIn("SOFTIRQ-safe -> SOFTIRQ-unsafe", out)
+        # Nor does the rdma_cm allowance take it.
+        self.assertEqual(self.run_check(SIW_LOCKDEP, "--allow-rdma-cm-lockdep")[0], 1)
+
+    def test_upstream_siw_lockdep_accepted_naming_0002(self):
+        rc, out = self.run_check(SIW_LOCKDEP, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("accepted upstream siw report", out)
+        self.assertIn("tools/testing/siw/0002-", out)
+
+    def test_upstream_siw_inconsistent_lock_state_accepted(self):
+        # lockdep's other form of the same fault.
+        other = SIW_LOCKDEP.replace("SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected",
+                                    "inconsistent lock state").replace(
+            "... which became SOFTIRQ-irq-unsafe at:", "{SOFTIRQ-ON-R} state was registered at:")
+        rc, out = self.run_check(other, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("tools/testing/siw/0002-", out)
+
+    def test_softirq_unsafe_lock_of_another_callback_fatal(self):
+        # The same report with another driver's callback as the
+        # softirq-unsafe user: not siw's fault.
+        other = SIW_LOCKDEP.replace("siw_qp_llp_data_ready+0x3d/0x360 [siw]",
+                                    "nvme_tcp_data_ready+0x3d/0x360 [nvme_tcp]")
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_softirq_unsafe_report_on_another_lock_fatal(self):
+        other = SIW_LOCKDEP.replace("clock-AF_INET", "&dev->lock")
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_siw_frame_only_in_the_safe_trace_fatal(self):
+        # siw in the report, but not where the lock became softirq-unsafe.
+        other = SIW_LOCKDEP.replace("siw_qp_llp_data_ready+0x3d/0x360 [siw]",
+                                    "sk_data_ready+0x3d/0x360").replace(
+            "tcp_v4_rcv+0x2a4e/0x3b50", "siw_cm_llp_data_ready+0x1e/0x90 [siw]")
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_upstream_siw_kmemleak_accepted_naming_0006(self):
+        rc, out = self.run_check(SIW_KMEMLEAK, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("tools/testing/siw/0006-", out)
+        self.assertEqual(self.run_check(SIW_KMEMLEAK)[0], 1)
+
+    def test_kmemleak_of_another_allocation_fatal(self):
+        other = SIW_KMEMLEAK.replace("siw_cm_alloc_work+0x8a/0x1f0 [siw]",
+                                     "iwcm_alloc_work+0x8a/0x1f0 [iw_cm]")
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_upstream_siw_use_after_free_stays_fatal(self):
+        # 0005's use-after-free in siw_destroy_listen is not accepted: the
+        # tests do not run what draws it with upstream siw.
+        rc, out = self.run_check(SIW_LOCKDEP + SIW_UAF, "--allow-upstream-siw")
+        self.assertEqual(rc, 1)
+        self.assertIn("siw_cep_set_inuse", out)
+
+    def test_other_warning_stays_fatal_with_siw_allowance(self):
+        self.assertEqual(self.run_check(SIW_KMEMLEAK + WARN, "--allow-upstream-siw")[0], 1)
+
+    def test_both_allowances_together(self):
+        text = SIW_LOCKDEP + MARKER + "\n" + LOCKDEP
+        self.assertEqual(self.run_check(text, "--allow-upstream-siw",
+                                        "--allow-rdma-cm-lockdep-after", MARKER)[0], 0)
 
 
 if __name__ == "__main__":

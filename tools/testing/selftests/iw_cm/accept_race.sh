@@ -12,6 +12,8 @@
 # the send, and the client's first SEND arrives inside that window.
 #
 # Each round is a one-ping rping pair; every round must complete in 20 s.
+# With upstream siw (IWCM_SIW=stock) rounds that stall with the client's
+# first frame unread on the server's socket are an XFAIL naming 0003.
 . "$(dirname "$0")/lib.sh"
 
 # Upstream siw loses the race in the first round or two: 8 rounds keep the
@@ -40,7 +42,15 @@ round() {
 		return 0
 	fi
 	if [ $crc -eq 124 ] || [ $src -eq 124 ]; then
-		iwcm_fail_note "round $i: the pair stalled (client exit $crc, server exit $src; 124: still running)"
+		# 0003's signature: the server's connection holds the client's
+		# first frame unread (its Recv-Q), taken while the pair still runs.
+		if timeout 10 ss -tnH state established '( sport = :7174 )' 2>/dev/null |
+				awk '$1 > 0 { f = 1 } END { exit !f }'; then
+			unread=$((unread + 1))
+			iwcm_fail_note "round $i: the pair stalled with the client's first frame unread on the server's socket (client exit $crc, server exit $src; 124: still running)"
+		else
+			iwcm_fail_note "round $i: the pair stalled (client exit $crc, server exit $src; 124: still running)"
+		fi
 		# (taken while the stalled pair still runs)
 		iwcm_diag "round $i"
 	else
@@ -54,12 +64,18 @@ round() {
 
 t0=$(__iwcm_now)
 failed=0
+unread=0
 for ((i = 1; i <= ROUNDS; i++)); do
 	round "$i" || failed=$((failed + 1))
 done
 iwcm_log "accept_race: $ROUNDS rounds, $failed failed, $(__iwcm_elapsed "$t0") s"
 if [ $failed -eq 0 ]; then
 	ktap_test_pass "$ROUNDS rping pairs with the server at SCHED_IDLE on the client's CPU, none stalled"
+elif [ $unread -eq $failed ]; then
+	# Every failed round stalled with the first frame unread: with
+	# upstream siw (IWCM_SIW=stock) the accept race itself, an XFAIL.
+	iwcm_fail_or_siw_xfail 0003 "$ROUNDS rping pairs with the server at SCHED_IDLE on the client's CPU, none stalled ($failed failed)" \
+		"its accept sends the MPA reply before the QP takes the socket, the client's first frame stays unread ($failed of $ROUNDS rounds)"
 else
 	ktap_test_fail "$ROUNDS rping pairs with the server at SCHED_IDLE on the client's CPU, none stalled ($failed failed)"
 fi

@@ -25,6 +25,10 @@
 # Ends with the leak checks (no rdma_cm id left, the iw_cm cm_id count
 # back to its baseline) and the splat check.  The same cases against the
 # unpatched upstream siw are hostile_peer_upstream.sh, in a boot of its own.
+# With IWCM_SIW=stock (make check-all's suite_stock_siw_rust: the whole
+# collection against upstream siw) the cases that crash upstream siw itself
+# are not run and the one it misreads fails as its protocol error: XFAILs
+# naming tools/testing/siw/0004 and 0008 (hostile_lib.sh, client_case).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/hostile_lib.sh"
 
@@ -36,9 +40,11 @@ iwcm_setup_or_bail
 [ "$IWCM_IMPL" = rust ] ||
 	iwcm_log "C iw_cm: these cases run with the test siw only; against upstream siw the garbage reply oopses the C iw_cm in cm_event_handler (NULL + 4 private data), so hostile_peer_upstream.sh is SKIP with it"
 
+siw="test"
+iwcm_stock_siw && siw="upstream"
 for c in $SERVER_CASES; do
-	client_case "$c" test
+	client_case "$c" $siw
 done
-rdma_client_case test
-listener_cases test "$CLIENT_CASES"
+rdma_client_case $siw
+listener_cases $siw "$CLIENT_CASES"
 iwcm_finish

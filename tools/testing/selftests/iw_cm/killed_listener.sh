@@ -19,6 +19,10 @@
 # give up, the close of such a connection (a clone of the listening
 # socket) released the listening endpoint, and the kill then put it again
 # in siw_destroy_listen (refcount underflow, or a use-after-free).
+# With upstream siw (IWCM_SIW=stock) that fault is not excused: it did not
+# come in the boots seen (the listener's close of unaccepted children is
+# also what draws upstream siw's lockdep report, 0002, an XFAIL here, as
+# the leaked endpoints of the unanswered requests are, 0006).
 . "$(dirname "$0")/lib.sh"
 
 # (IWCM_QUICK=1, make check: one round; make check-all: two.)
@@ -62,11 +66,15 @@ for r in $(seq "$ROUNDS"); do
 		ok=0
 	fi
 	splats=$(iwcm_new_splats)
+	siwfix=
 	if [ -n "$splats" ]; then
 		printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
-		ok=0
+		# With upstream siw, its own reports only (lib.sh): an XFAIL.
+		siwfix=$(iwcm_upstream_siw_splats) || ok=0
 	fi
-	if [ $ok -eq 1 ]; then
+	if [ $ok -eq 1 ] && [ -n "$siwfix" ]; then
+		ktap_test_xfail "round $r: $NCLI clients on a stopped backlog-3 listener refused ($rej REJECTED, $unr UNREACHABLE), listener killed: upstream siw's own report, fixed by $(tr '\n' ' ' <<<"$siwfix" | sed 's/ $//')"
+	elif [ $ok -eq 1 ]; then
 		ktap_test_pass "round $r: $NCLI clients on a stopped backlog-3 listener refused ($rej REJECTED, $unr UNREACHABLE), listener killed, no warning"
 	else
 		for i in $(seq "$NCLI"); do iwcm_show_log "$IWCM_TMP/client-$r-$i.log" 5; done
@@ -95,9 +103,16 @@ kill -KILL "$srv"
 iwcm_wait "$srv" 30 >/dev/null
 iwcm_wait_for 20 __iwcm_no_dev_cm_ids || ok=0
 splats=$(iwcm_new_splats)
-[ -z "$splats" ] || ok=0
+siwfix=
+if [ -n "$splats" ]; then
+	# With upstream siw, its own reports only (lib.sh): an XFAIL.
+	siwfix=$(iwcm_upstream_siw_splats) || ok=0
+fi
 iwcm_log "burst: well-behaved client exit $crc after 24 unaccepted-then-closed connections"
-if [ $ok -eq 1 ]; then
+if [ $ok -eq 1 ] && [ -n "$siwfix" ]; then
+	printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
+	ktap_test_xfail "a burst of 24 connects closed unanswered: the listener keeps serving; upstream siw's own report, fixed by $(tr '\n' ' ' <<<"$siwfix" | sed 's/ $//')"
+elif [ $ok -eq 1 ]; then
 	ktap_test_pass "a burst of 24 connects closed unanswered: the listener keeps serving, its kill does not warn"
 else
 	printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done

@@ -120,12 +120,18 @@ round() {
 	iwcm_log "round $r: iw_cm unloaded after $tries tries, $(__iwcm_elapsed "$t0") s after the refused rmmod (cm_ids just before: ${n:-?})"
 	iwcm_check "round $r: rmmod iw_cm goes through once siw drops its last reference" [ $rc -eq 0 ]
 	iwcm_stop_all
-	local splats
+	local splats siwfix=
 	splats=$(iwcm_new_splats)
 	[ -z "$splats" ] || printf '%s\n' "$splats" | head -20 | while IFS= read -r l; do ktap_print_msg "dmesg: $l"; done
+	# With upstream siw, its own reports only (lib.sh): an XFAIL.
+	[ -z "$splats" ] || siwfix=$(iwcm_upstream_siw_splats)
 	# Reload for the next round (and iwcm_finish's checks).
 	load_iw_cm && modprobe rdma_cm && modprobe rdma_ucm
-	iwcm_check "round $r: no kernel splat, stack reloaded" eval '[ -z "$splats" ] && [ "$(iwcm_loaded_impl)" = rust ]'
+	if [ -n "$siwfix" ] && [ "$(iwcm_loaded_impl)" = rust ]; then
+		ktap_test_xfail "round $r: stack reloaded; upstream siw's own report, fixed by $(tr '\n' ' ' <<<"$siwfix" | sed 's/ $//')"
+	else
+		iwcm_check "round $r: no kernel splat, stack reloaded" eval '[ -z "$splats" ] && [ "$(iwcm_loaded_impl)" = rust ]'
+	fi
 	IWCM_CMIDS_BASE=$(iwcm_cm_ids)
 }
 
