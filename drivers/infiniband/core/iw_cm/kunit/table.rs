@@ -257,3 +257,73 @@ pub(super) fn only_running_deliveries_are_in_the_watch_set() -> Result {
     assert!(wait_live(base));
     Ok(())
 }
+
+/// Whether numbers `a` and `b` share a leaf of the table's XArray.
+fn same_leaf(a: u32, b: u32, leaf_shift: u32) -> bool {
+    a >> leaf_shift == b >> leaf_shift
+}
+
+/// What the table reserves with no cm_id after a create or a destroy of
+/// the cm_id numbered `num` in the churn: at most one number (the keeper
+/// of the cursor's leaf, iw_cm_exports.c), in `num`'s leaf, never `num`
+/// while it lives, never listed by a read of the table nor counted in
+/// it; `live` cm_ids are in the table.  The number kept, if any.
+fn check_reserved(num: u32, alive: bool, live: usize) -> Result<Option<u32>> {
+    let r = iface::ids_reserved();
+    ensure!(r.count <= 1);
+    let Some((count, listed)) = read_table(16)? else {
+        pr_err!("table read out of order in the churn\n");
+        return Err(EINVAL);
+    };
+    ensure!(count == live && listed.len() == live);
+    ensure!(listed.contains(&num) == alive);
+    if r.count == 0 {
+        return Ok(None);
+    }
+    ensure!(same_leaf(r.last, num, r.leaf_shift));
+    ensure!(if alive { r.last < num } else { r.last <= num });
+    ensure!(!listed.contains(&r.last));
+    ensure!(iface::event_slots(r.last).is_none());
+    Ok(Some(r.last))
+}
+
+/// The table keeps the last entry of its cursor's XArray leaf reserved
+/// once its cm_id is gone (so that churn does not free and allocate the
+/// leaf on every create), one number at most: create and destroy in a
+/// loop across four leaves leave at most one number reserved with no
+/// cm_id, in the leaf of the last number handed out (the one before is
+/// released when the cursor moves on), never listed or counted as a
+/// cm_id; the numbers keep advancing, each handed out once.
+pub(super) fn churn_keeps_at_most_one_number_reserved() -> Result {
+    reset();
+    let base = iface::live();
+    ensure!(iface::ids_reserved().count <= 1);
+    let leaf = 1usize << iface::ids_reserved().leaf_shift;
+    let mut dev = FakeDev::new()?;
+    // Destroys after which a number was kept; keepers in turn.
+    let (mut prev, mut kept, mut keeper, mut keepers) = (0u32, 0usize, 0u32, 0usize);
+    for _ in 0..4 * leaf + 1 {
+        let id = create(&mut dev, 43)?;
+        let num = table_number(id);
+        let alive = check_reserved(num, true, base + 1);
+        // SAFETY: the test owns the id.
+        unsafe { bindings::iw_destroy_cm_id(id) };
+        ensure!(wait_live(base));
+        alive?;
+        // Advancing: never a number handed out before, nor a kept one.
+        ensure!(num > prev);
+        prev = num;
+        if let Some(k) = check_reserved(num, false, base)? {
+            kept += 1;
+            if k != keeper {
+                keeper = k;
+                keepers += 1;
+            }
+        }
+    }
+    // The keeper was there after (nearly) every destroy, and moved on
+    // with the cursor: one per leaf crossed.
+    ensure!(kept >= 3 * leaf);
+    ensure!(keepers >= 3);
+    Ok(())
+}
