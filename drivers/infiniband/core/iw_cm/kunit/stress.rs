@@ -520,9 +520,10 @@ pub(super) fn stress_run(s: &Stress, total: usize) -> Result<Report> {
         s.abort.store(true, SeqCst);
         s.producers_done.fetch_add(n - started, SeqCst);
     }
-    // While lifecycles finish, the KUnit runner's wait for this case
-    // (insmod, in D state) is no hang: keep the 30 s hung-task
-    // detector off it.  Once they stop, it reports blocked tasks.
+    // While lifecycles (or, at the end, evictions of parked ids) finish,
+    // the KUnit runner's wait for this case (insmod, in D state) is no
+    // hang: keep the 30 s hung-task detector off it.  Once they stop, it
+    // reports blocked tasks.
     let mut last = 0;
     let mut idle = 0;
     for &t in threads.iter() {
@@ -541,8 +542,10 @@ pub(super) fn stress_run(s: &Stress, total: usize) -> Result<Report> {
                     total
                 );
             }
-            if done != last {
-                last = done;
+            // Progress: lifecycles, and at the end the parks emptied.
+            let progress = done + s.c.evicted.load(SeqCst);
+            if progress != last {
+                last = progress;
                 idle = 0;
                 // SAFETY: no arguments; any process context.
                 unsafe { iwcm_c_hung_task_reset() };

@@ -455,8 +455,9 @@ pub(super) struct Counters {
     pub(super) handler_fails: AtomicUsize,
     pub(super) handler_disconnects: AtomicUsize,
     pub(super) handoffs: AtomicUsize,
-    /// cm_ids parked (stress_park.rs).
+    /// cm_ids parked and evicted (stress_park.rs).
     pub(super) parked: AtomicUsize,
+    pub(super) evicted: AtomicUsize,
     pub(super) racing_releases: AtomicUsize,
     /// Check failures.
     pub(super) late: AtomicUsize,

@@ -207,6 +207,7 @@ fn evict(s: &Stress, w: &Worker, p: Parked) -> Result {
     if p.kind != Kind::Connected {
         destroy_outside(w, c, mine)?;
         check_heard(s, c, p.kind == Kind::Listener, false);
+        inc(&s.c.evicted);
         return Ok(());
     }
     if let Some(abrupt) = p.disconnect {
@@ -223,5 +224,6 @@ fn evict(s: &Stress, w: &Worker, p: Parked) -> Result {
         destroy_outside(w, c, mine)?;
     }
     check_heard(s, c, false, false);
+    inc(&s.c.evicted);
     Ok(())
 }
