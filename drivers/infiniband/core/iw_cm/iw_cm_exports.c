@@ -553,15 +553,15 @@ EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_settled);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_expect_faults);
 
 /*
- * The numbers reserved in the table with no cm_id at them (zero entries:
- * a reservation of a cm_id being created, or the keeper): how many, the
- * highest into *LAST (0: none), and the bits of a number that index a leaf
- * (XA_CHUNK_SHIFT) into *LEAF_SHIFT.  Walks the whole table with its lock
- * held (interrupts off): for the KUnit suite only.
+ * The numbers from FROM on reserved in the table with no cm_id at them
+ * (zero entries: a reservation of a cm_id being created, or the keeper):
+ * how many, the highest into *LAST (0: none), and the bits of a number
+ * that index a leaf (XA_CHUNK_SHIFT) into *LEAF_SHIFT.  Walks the table
+ * with its lock held (interrupts off): for the KUnit suite only.
  */
-size_t iwcm_kunit_ids_reserved(u32 *last, u32 *leaf_shift)
+size_t iwcm_kunit_ids_reserved(u32 from, u32 *last, u32 *leaf_shift)
 {
-	XA_STATE(xas, &iwcm_ids, 0);
+	XA_STATE(xas, &iwcm_ids, from);
 	unsigned long flags;
 	size_t n = 0;
 	void *entry;

@@ -70,7 +70,7 @@ pub(crate) mod iface {
             slots: *mut usize,
             cap: usize,
         ) -> usize;
-        fn iwcm_kunit_ids_reserved(last: *mut u32, leaf_shift: *mut u32) -> usize;
+        fn iwcm_kunit_ids_reserved(from: u32, last: *mut u32, leaf_shift: *mut u32) -> usize;
     }
 
     /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot
@@ -179,12 +179,12 @@ pub(crate) mod iface {
         pub(crate) leaf_shift: u32,
     }
 
-    /// What the table holds reserved with no cm_id now.  Walks the
-    /// table with its lock held.
-    pub(crate) fn ids_reserved() -> Reserved {
+    /// What the table holds reserved with no cm_id now, at numbers from
+    /// `from` on.  Walks the table with its lock held.
+    pub(crate) fn ids_reserved(from: u32) -> Reserved {
         let (mut last, mut leaf_shift) = (0, 0);
         // SAFETY: both pointers are to locals, valid for the call.
-        let count = unsafe { iwcm_kunit_ids_reserved(&mut last, &mut leaf_shift) };
+        let count = unsafe { iwcm_kunit_ids_reserved(from, &mut last, &mut leaf_shift) };
         Reserved {
             count,
             last,
