@@ -12,7 +12,9 @@
 #
 # Environment: KSELFTEST_DIR (the kernel's tools/testing/selftests; default
 # from KSRC / tools/kernel/env.sh), IWCM_TESTS (space-separated test names
-# to run instead of the whole collection), IWCM_RESULTS.
+# to run instead of the whole collection), IWCM_RESULTS, IWCM_TEST_TIMEOUT
+# (seconds each test may run, instead of the settings file's 1200: make
+# check-all's KUnit boot of a million stress lifecycles).
 set -u
 impl=${1:-}
 case "$impl" in
@@ -90,6 +92,7 @@ if [ -n "${IWCM_TESTS:-}" ]; then
 		args+=(-t "iw_cm:$t")
 	done
 fi
+[ -z "${IWCM_TEST_TIMEOUT:-}" ] || args+=(-o "$IWCM_TEST_TIMEOUT")
 start=$(date +%s.%N)
 (cd "$base" && ./run_kselftest.sh "${args[@]}") 2>&1 | tee "$ktap"
 rc=${PIPESTATUS[0]}

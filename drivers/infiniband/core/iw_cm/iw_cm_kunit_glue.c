@@ -21,6 +21,8 @@ MODULE_IMPORT_NS("EXPORTED_FOR_KUNIT_TESTING");
  *
  *   insmod iw_cm_kunit.ko stress_seed=0x...      replays a printed seed
  *   insmod iw_cm_kunit.ko stress_lifecycles=N    N lifecycles (0, default: skip)
+ *   insmod iw_cm_kunit.ko stress_peak=M          M cm_ids kept alive beside them
+ *   insmod iw_cm_kunit.ko stress_budget_s=S      no lifecycle starts after S s
  */
 static unsigned long stress_seed;
 module_param(stress_seed, ulong, 0444);
@@ -37,6 +39,27 @@ module_param(stress_lifecycles, uint, 0444);
 MODULE_PARM_DESC(stress_lifecycles,
 		 "KUnit concurrency stress: lifecycles to run, each an active cm_id or a listener and its children (default 0: skipped, says so)");
 
+/*
+ * 0 by default.  With M, the workers keep M cm_ids alive (idle, listening
+ * or connected; kunit/stress_park.rs) while their lifecycles run, and the
+ * case fails unless the live count reached M.  make check-all asks for
+ * 10,000 beside 1,000,000 lifecycles.
+ */
+static unsigned int stress_peak;
+module_param(stress_peak, uint, 0444);
+MODULE_PARM_DESC(stress_peak,
+		 "KUnit concurrency stress: cm_ids kept alive while the lifecycles run; the case fails unless that many were live at once (default 0)");
+/*
+ * The stress stops starting lifecycles after this many seconds and fails
+ * (out of time): short of KUnit's case timeout (kunit.timeout, default
+ * 300 s), which would end the case's thread with the workers running.
+ * A longer run raises both (kunit.sh writes kunit's timeout from it).
+ */
+static unsigned int stress_budget_s = 270;
+module_param(stress_budget_s, uint, 0444);
+MODULE_PARM_DESC(stress_budget_s,
+		 "KUnit concurrency stress: seconds after which no lifecycle starts and the case fails; keep it under kunit.timeout (default 270)");
+
 struct iwcm_kthread {
 	struct task_struct *task;
 	struct completion done;
@@ -47,6 +70,8 @@ struct iwcm_kthread {
 
 u64 iwcm_c_stress_seed(void);
 unsigned int iwcm_c_stress_lifecycles(void);
+unsigned int iwcm_c_stress_peak(void);
+unsigned int iwcm_c_stress_budget_s(void);
 unsigned int iwcm_c_nr_online_cpus(void);
 struct iwcm_kthread *iwcm_c_kthread_start(int (*fn)(void *), void *data,
 					  unsigned int idx);
@@ -65,6 +90,16 @@ u64 iwcm_c_stress_seed(void)
 unsigned int iwcm_c_stress_lifecycles(void)
 {
 	return stress_lifecycles;
+}
+
+unsigned int iwcm_c_stress_peak(void)
+{
+	return stress_peak;
+}
+
+unsigned int iwcm_c_stress_budget_s(void)
+{
+	return stress_budget_s;
 }
 
 unsigned int iwcm_c_nr_online_cpus(void)

@@ -70,6 +70,7 @@ pub(crate) mod iface {
             slots: *mut usize,
             cap: usize,
         ) -> usize;
+        fn iwcm_kunit_ids_reserved(from: u32, last: *mut u32, leaf_shift: *mut u32) -> usize;
     }
 
     /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot
@@ -165,6 +166,30 @@ pub(crate) mod iface {
         // SAFETY: the caller's guarantee; `slots` is writable for its
         // length.
         unsafe { iwcm_kunit_queued_children_slots(cm_id, slots.as_mut_ptr(), slots.len()) }
+    }
+
+    /// The numbers reserved in the table with no cm_id at them (a
+    /// creation in progress, or the number kept to keep its leaf).
+    pub(crate) struct Reserved {
+        /// How many.
+        pub(crate) count: usize,
+        /// The highest (0: none).
+        pub(crate) last: u32,
+        /// The bits of a number that index within one leaf of the table.
+        pub(crate) leaf_shift: u32,
+    }
+
+    /// What the table holds reserved with no cm_id now, at numbers from
+    /// `from` on.  Walks the table with its lock held.
+    pub(crate) fn ids_reserved(from: u32) -> Reserved {
+        let (mut last, mut leaf_shift) = (0, 0);
+        // SAFETY: both pointers are to locals, valid for the call.
+        let count = unsafe { iwcm_kunit_ids_reserved(from, &mut last, &mut leaf_shift) };
+        Reserved {
+            count,
+            last,
+            leaf_shift,
+        }
     }
 
     /// Faults of devices whose `iw_connect` op is `connect_op` are

@@ -15,8 +15,8 @@
 //! - kunit/lifecycle.rs: a cm_id's life against a well-behaved provider;
 //! - kunit/table.rs: the debugfs table and the stuck-handler watch's set;
 //! - kunit/bad_input.rs: a provider that misbehaves;
-//! - kunit/stress_model.rs, kunit/stress_ulp.rs, kunit/stress.rs: the
-//!   concurrency stress.
+//! - kunit/stress_model.rs, kunit/stress_ulp.rs, kunit/stress_park.rs,
+//!   kunit/stress.rs: the concurrency stress.
 //!
 //! Pure functions of iw_cm.ko are tested in place, in suites of iw_cm.ko
 //! itself (`#[kunit_tests]` at the end of their file: cm_id/portmap.rs,
@@ -77,6 +77,8 @@ mod stress;
 #[cfg(CONFIG_KUNIT = "y")]
 mod stress_model;
 #[cfg(CONFIG_KUNIT = "y")]
+mod stress_park;
+#[cfg(CONFIG_KUNIT = "y")]
 mod stress_ulp;
 #[cfg(CONFIG_KUNIT = "y")]
 mod table;
@@ -134,6 +136,11 @@ mod tests {
     #[test]
     fn only_running_deliveries_are_in_the_watch_set() -> Result {
         table::only_running_deliveries_are_in_the_watch_set()
+    }
+
+    #[test]
+    fn churn_keeps_at_most_one_number_reserved() -> Result {
+        table::churn_keeps_at_most_one_number_reserved()
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! Nothing here runs unless the test module calls it.
 //!
 //! The suite reaches the code under test through the nine exported
-//! functions of include/rdma/iw_cm.h and these eight.  (Pure functions
+//! functions of include/rdma/iw_cm.h, these and, in iw_cm_exports.c,
+//! `iwcm_kunit_ids_reserved` (the table's numbers reserved with no cm_id).  (Pure functions
 //! are tested in place instead, by suites of this module: the
 //! `#[kunit_tests]` at the end of cm_id/portmap.rs and cm_id/table.rs.)
 

@@ -11,6 +11,12 @@
 # KUnit's, and reports the in-place suites' results; then it loads the
 # test module (IWCM_KUNIT_PARAMS), reports its KTAP results from debugfs,
 # and unloads it.  Skips with the C iw_cm, which has no such suite.
+# The concurrency stress runs when IWCM_KUNIT_PARAMS asks for it
+# (stress_lifecycles=N, make check 75000; with stress_peak=M, make
+# check-all's 1,000,000 lifecycles beside 10,000 live cm_ids): every
+# lifecycle must have run (none cut short by its time budget,
+# stress_budget_s, of which KUnit's case timeout is raised to fit) and
+# the live count must have reached M.
 . "$(dirname "$0")/lib.sh"
 
 RES=/sys/kernel/debug/kunit/rust_iw_cm/results
@@ -18,7 +24,7 @@ RES=/sys/kernel/debug/kunit/rust_iw_cm/results
 IWCM_INPLACE_SUITES="rust_iw_cm_portmap rust_iw_cm_table"
 
 IWCM_FINISH_CHECKS=0
-iwcm_init kunit 8 modinfo insmod rmmod
+iwcm_init kunit 10 modinfo insmod rmmod
 [ "$IWCM_IMPL" = rust ] || iwcm_skip_all "kunit: the KUnit suite belongs to the Rust iw_cm (IWCM_IMPL=$IWCM_IMPL)"
 # A KUnit that is built in but disabled (kunit.enable=0, the default of a
 # kernel without CONFIG_KUNIT_DEFAULT_ENABLED) runs nothing: a failure,
@@ -79,12 +85,25 @@ done
 iwcm_check "iw_cm.ko in-place KUnit suites ($IWCM_INPLACE_SUITES): $inplace cases, $inplace_bad failed" \
 	eval '[ -z "$inplace_missing" ] && [ "$inplace" -ge 2 ] && [ "$inplace_bad" -eq 0 ]'
 
+# A stress given more time than KUnit's case timeout leaves (its budget
+# plus a minute for the rest of its case) gets that timeout raised for
+# this load, and put back after.
+kparam() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<" $IWCM_KUNIT_PARAMS "; }
+budget=$(kparam stress_budget_s)
+ktimeout=/sys/module/kunit/parameters/timeout
+old_timeout=
+if [ -n "$budget" ] && [ -w "$ktimeout" ] && [ $((budget + 60)) -gt "$(cat "$ktimeout")" ]; then
+	old_timeout=$(cat "$ktimeout")
+	echo $((budget + 60)) > "$ktimeout"
+	ktap_print_msg "KUnit case timeout raised from $old_timeout s to $((budget + 60)) s (stress_budget_s=$budget)"
+fi
 mark=$(dmesg | wc -l)
 # shellcheck disable=SC2086
 if ! insmod "$IWCM_KUNIT_KO" $IWCM_KUNIT_PARAMS; then
 	ktap_test_fail "insmod $IWCM_KUNIT_KO $IWCM_KUNIT_PARAMS"
 	ktap_finished
 fi
+[ -z "$old_timeout" ] || echo "$old_timeout" > "$ktimeout"
 [ -r "$RES" ] || { rmmod iw_cm_kunit; iwcm_skip_all "kunit: no $RES (CONFIG_KUNIT_DEBUGFS off?)"; }
 
 while IFS= read -r l; do ktap_print_msg "$l"; done < "$RES"
@@ -117,7 +136,7 @@ stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 	     skip { if ($0 ~ /<\/TASK>/) skip = 0; next }
 	     { print }' |
 	grep -vE '^ *(KTAP version|1\.\.[0-9]|(not )?ok [0-9]+ |#|$)' |
-	grep -vE '^iw_cm(_kunit)?: (provider event .* dropped|provider event [0-9]+ on a cm_id that is not connecting, accepting or listening|unknown provider event [0-9]+|bad provider input: .* 0 bad|provider event -?[0-9]+ \(status -?[0-9]+, private data length [0-9]+\) malformed \(faults 0x[0-9a-f]+\): (refused|delivered with the faulty fields dropped or corrected)|event contents: [0-9]+ cases, 0 bad|rem_ref without a matching add_ref: ignored|concurrency stress: seed 0x[0-9a-f]+ \(replay: iw_cm_kunit\.stress_seed=0x[0-9a-f]+\), [0-9]+ lifecycles on [0-9]+ workers|concurrency stress: [0-9]+ lifecycles .*: 0 bad|concurrency stress: skipped \(iw_cm_kunit\.stress_lifecycles=0\))$' |
+	grep -vE '^iw_cm(_kunit)?: (provider event .* dropped|provider event [0-9]+ on a cm_id that is not connecting, accepting or listening|unknown provider event [0-9]+|bad provider input: .* 0 bad|provider event -?[0-9]+ \(status -?[0-9]+, private data length [0-9]+\) malformed \(faults 0x[0-9a-f]+\): (refused|delivered with the faulty fields dropped or corrected)|event contents: [0-9]+ cases, 0 bad|rem_ref without a matching add_ref: ignored|concurrency stress: seed 0x[0-9a-f]+ \(replay: iw_cm_kunit\.stress_seed=0x[0-9a-f]+\), [0-9]+ lifecycles on [0-9]+ workers, [0-9]+ cm_ids kept alive|concurrency stress: [0-9]+ lifecycles .*: 0 bad|concurrency stress: skipped \(iw_cm_kunit\.stress_lifecycles=0\))$' |
 	grep -v '^iwpm_register_pid: Unable to send a nlmsg' |
 	# The clocksource watchdog's complaint when a TCG guest's vCPU was
 	# descheduled on a loaded host (seen during the minutes of the
@@ -131,19 +150,36 @@ stray=$(printf '%s\n' "$window" | sed -E 's/^\[ *[0-9.]+\] ?//' |
 # stress_lifecycles=N, as make check does): a stress that was asked
 # for and did not run fails; one nobody asked for is reported as skipped.
 stress=$(printf '%s\n' "$window" | grep -oE 'concurrency stress: [0-9]+ lifecycles \([0-9]+ cm_ids\) on [0-9]+ CPUs in [0-9]+ ms' | head -n1)
+# Its summary's peak: "peak live cm_ids P (asked M, K parked)".
+peak=$(printf '%s\n' "$window" | sed -n 's/.*concurrency stress: [0-9]* lifecycles .* peak live cm_ids \([0-9]*\) (asked.*/\1/p' | head -n1)
 if [[ " $IWCM_KUNIT_PARAMS " == *" stress_lifecycles="[1-9]* ]]; then
 	iwcm_check "KUnit concurrency stress ran (${stress:-did not run})" [ -n "$stress" ]
+	# All of them: a stress out of time (its budget, stress_budget_s)
+	# starts no more lifecycles and fails here too, whatever else it says.
+	asked=$(kparam stress_lifecycles)
+	done_n=$(sed -n 's/^concurrency stress: \([0-9]*\) lifecycles.*/\1/p' <<<"$stress")
+	iwcm_check "KUnit concurrency stress ran every lifecycle asked for: ${done_n:-none} of $asked" [ "${done_n:-0}" -eq "$asked" ]
 	# Each of its lifecycles is an active cm_id or a listener with its
 	# children: the cm_ids are what iw_cm created, drove and freed.
 	# 100,000 for make check's 75,000 lifecycles; a smaller stress asked
 	# for by hand needs at least one cm_id per lifecycle.
 	ids=$(sed -n 's/.*(\([0-9]*\) cm_ids).*/\1/p' <<<"$stress")
-	asked=$(sed -n 's/.*stress_lifecycles=\([0-9]*\).*/\1/p' <<<" $IWCM_KUNIT_PARAMS ")
 	min_ids=${IWCM_KUNIT_MIN_CM_IDS:-$(( asked >= 75000 ? 100000 : asked ))}
 	iwcm_check "KUnit concurrency stress drove at least $min_ids cm_ids (${ids:-none})" [ "${ids:-0}" -ge "$min_ids" ]
+	# With stress_peak=M, M cm_ids alive at once (the case checks it
+	# too; its summary says how many were).
+	want_peak=$(kparam stress_peak)
+	if [ "${want_peak:-0}" -gt 0 ]; then
+		iwcm_check "KUnit concurrency stress held at least $want_peak cm_ids alive at once (peak ${peak:-not reported})" [ "${peak:-0}" -ge "$want_peak" ]
+	else
+		ktap_print_msg "KUnit concurrency stress: peak live cm_ids ${peak:-not reported} (no stress_peak asked for)"
+		ktap_test_skip "KUnit concurrency stress peak: no stress_peak asked for"
+	fi
 else
 	ktap_test_skip "KUnit concurrency stress: not asked for (IWCM_KUNIT_PARAMS=stress_lifecycles=N)"
+	ktap_test_skip "KUnit concurrency stress lifecycles: no stress asked for"
 	ktap_test_skip "KUnit concurrency stress cm_id count: no stress asked for"
+	ktap_test_skip "KUnit concurrency stress peak: no stress asked for"
 fi
 [ -z "$stray" ] || printf '%s\n' "$stray" | while IFS= read -r l; do ktap_print_msg "stray: $l"; done
 clean=0

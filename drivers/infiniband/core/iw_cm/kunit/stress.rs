@@ -4,7 +4,9 @@
 //! online CPU runs random cm_id lifecycles (stress_model.rs has the
 //! design), then the checks of the run.
 
-use super::{bad_input::*, fake_provider::*, fake_ulp::*, stress_model::*, stress_ulp::*};
+use super::{
+    bad_input::*, fake_provider::*, fake_ulp::*, stress_model::*, stress_park::*, stress_ulp::*,
+};
 use crate::bindings;
 use crate::iface;
 use core::ffi::c_void;
@@ -21,6 +23,8 @@ pub(super) struct Worker {
     pub(super) idx: usize,
     /// Lifecycles to run.
     quota: usize,
+    /// cm_ids to keep alive across them (its share of the peak).
+    share: usize,
     stress: *const Stress,
     /// The lock and condition variable the thread waits on for its
     /// handlers' progress.
@@ -40,10 +44,16 @@ unsafe impl Send for Worker {}
 unsafe impl Sync for Worker {}
 
 impl Worker {
-    pub(super) fn new(idx: usize, quota: usize, stress: *const Stress) -> impl PinInit<Self> {
+    pub(super) fn new(
+        idx: usize,
+        quota: usize,
+        share: usize,
+        stress: *const Stress,
+    ) -> impl PinInit<Self> {
         pin_init!(Self {
             idx,
             quota,
+            share,
             stress,
             lock <- new_spinlock!((), "stress::Worker::lock"),
             cv <- new_condvar!("stress::Worker::cv"),
@@ -142,6 +152,11 @@ pub(super) struct Stress {
     /// The workers' `Rng` digests, combined.
     decisions: AtomicU64,
     abort: AtomicBool,
+    /// The stress stops starting lifecycles after this long.
+    budget_ms: i64,
+    /// The highest live cm_id count seen (after each park, and once a
+    /// second).
+    peak_live: AtomicUsize,
     pub(super) c: Counters,
 }
 
@@ -151,6 +166,18 @@ pub(super) struct Stress {
 unsafe impl Send for Stress {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Stress {}
+
+impl Stress {
+    /// The fake device.
+    pub(super) fn dev(&self) -> *mut bindings::ib_device {
+        self.dev
+    }
+
+    /// `live` cm_ids were seen alive.
+    pub(super) fn saw_live(&self, live: usize) {
+        self.peak_live.fetch_max(live, SeqCst);
+    }
+}
 
 /// The fake provider plays `op` on `id`, on which it holds a reference.
 pub(super) fn play_op(s: &Stress, id: *mut bindings::iw_cm_id, op: u8) -> i32 {
@@ -416,7 +443,13 @@ pub(super) fn worker_main(w: &Worker) -> Result {
         slots: KVec::new(),
         next: 0,
     };
-    let mut r = Ok(());
+    let (mut park, mut r) = match Park::new(w.share) {
+        Ok(p) => (p, Ok(())),
+        Err(e) => {
+            s.abort.store(true, SeqCst);
+            (Park::none(), Err(e))
+        }
+    };
     for _ in 0..w.quota {
         if s.abort.load(SeqCst) {
             break;
@@ -434,6 +467,11 @@ pub(super) fn worker_main(w: &Worker) -> Result {
         }
         s.done.fetch_add(1, SeqCst);
         w.drain();
+        r = park.step(s, w, &mut rng, &mut grave);
+        if r.is_err() {
+            s.abort.store(true, SeqCst);
+            break;
+        }
     }
     s.decisions
         .fetch_xor(splitmix64(rng.digest ^ w.idx as u64), SeqCst);
@@ -445,7 +483,9 @@ pub(super) fn worker_main(w: &Worker) -> Result {
         }
     }
     w.drain();
-    r
+    // Every worker's lifecycles are over: the peak held until now.
+    let emptied = park.empty(s, w, &mut grave);
+    r.and(emptied)
 }
 
 /// What one run did.
@@ -455,10 +495,6 @@ pub(super) struct Report {
     done: usize,
     ms: i64,
 }
-
-/// The stress stops starting lifecycles after this long, short of
-/// KUnit's default case timeout (300 s); the case then fails.
-pub(super) const STRESS_BUDGET_MS: i64 = 270_000;
 
 /// Runs `total` lifecycles on the fake device `dev`, one worker per
 /// online CPU (at least 2), each bound to its CPU.
@@ -484,28 +520,32 @@ pub(super) fn stress_run(s: &Stress, total: usize) -> Result<Report> {
         s.abort.store(true, SeqCst);
         s.producers_done.fetch_add(n - started, SeqCst);
     }
-    // While lifecycles finish, the KUnit runner's wait for this case
-    // (insmod, in D state) is no hang: keep the 30 s hung-task
-    // detector off it.  Once they stop, it reports blocked tasks.
+    // While lifecycles (or, at the end, evictions of parked ids) finish,
+    // the KUnit runner's wait for this case (insmod, in D state) is no
+    // hang: keep the 30 s hung-task detector off it.  Once they stop, it
+    // reports blocked tasks.
     let mut last = 0;
     let mut idle = 0;
     for &t in threads.iter() {
         // SAFETY: `t` is a started thread, not yet joined.
         while !unsafe { iwcm_c_kthread_wait(t, 1000) } {
             let done = s.done.load(SeqCst);
-            if start.elapsed().as_millis() > STRESS_BUDGET_MS && !s.abort.swap(true, SeqCst) {
+            s.saw_live(iface::live());
+            if start.elapsed().as_millis() > s.budget_ms && !s.abort.swap(true, SeqCst) {
                 // Stop before KUnit's timeout, which would kill this
                 // case's thread with the workers still running: the
                 // case fails with the count reached.
                 pr_err!(
                     "concurrency stress: out of time after {} s: {} of {} lifecycles\n",
-                    STRESS_BUDGET_MS / 1000,
+                    s.budget_ms / 1000,
                     done,
                     total
                 );
             }
-            if done != last {
-                last = done;
+            // Progress: lifecycles, and at the end the parks emptied.
+            let progress = done + s.c.evicted.load(SeqCst);
+            if progress != last {
+                last = progress;
                 idle = 0;
                 // SAFETY: no arguments; any process context.
                 unsafe { iwcm_c_hung_task_reset() };
@@ -541,12 +581,42 @@ pub(super) fn stress_run(s: &Stress, total: usize) -> Result<Report> {
     })
 }
 
-/// Allocates a run of `total` lifecycles on `dev`.
-pub(super) fn stress_new(
+/// What a run is asked for: its seed, its lifecycles, the cm_ids to keep
+/// alive (0: none) and its time budget.
+#[derive(Clone, Copy)]
+pub(super) struct Ask {
     seed: u64,
-    dev: *mut bindings::ib_device,
     total: usize,
-) -> Result<*mut Stress> {
+    peak: usize,
+    budget_ms: i64,
+}
+
+impl Ask {
+    /// From the module parameters.
+    fn from_params() -> Self {
+        // SAFETY: reads module parameters.
+        let (seed, total, peak, budget_s) = unsafe {
+            (
+                iwcm_c_stress_seed(),
+                iwcm_c_stress_lifecycles(),
+                iwcm_c_stress_peak(),
+                iwcm_c_stress_budget_s(),
+            )
+        };
+        Ask {
+            seed,
+            total: total as usize,
+            peak: peak as usize,
+            budget_ms: i64::from(budget_s) * 1000,
+        }
+    }
+}
+
+/// Allocates a run as `ask` says on `dev`.
+pub(super) fn stress_new(ask: Ask, dev: *mut bindings::ib_device) -> Result<*mut Stress> {
+    let Ask {
+        seed, total, peak, ..
+    } = ask;
     // SAFETY: reads the number of online CPUs.
     let n = (unsafe { iwcm_c_nr_online_cpus() } as usize).max(2);
     let sp = KBox::into_raw(KBox::new(
@@ -558,13 +628,16 @@ pub(super) fn stress_new(
             producers_done: AtomicUsize::new(0),
             decisions: AtomicU64::new(0),
             abort: AtomicBool::new(false),
+            budget_ms: ask.budget_ms,
+            peak_live: AtomicUsize::new(0),
             c: Counters::default(),
         },
         GFP_KERNEL,
     )?);
     for i in 0..n {
         let quota = total / n + usize::from(i < total % n);
-        let r = KBox::pin_init(Worker::new(i, quota, sp), GFP_KERNEL).and_then(|w| {
+        let share = peak / n + usize::from(i < peak % n);
+        let r = KBox::pin_init(Worker::new(i, quota, share, sp), GFP_KERNEL).and_then(|w| {
             // SAFETY: `sp` is new; no worker runs yet.
             unsafe { (*sp).workers.push(w, GFP_KERNEL) }.map_err(Into::into)
         });
@@ -577,14 +650,31 @@ pub(super) fn stress_new(
     Ok(sp)
 }
 
+/// The run's seed line: what a replay needs.
+fn print_seed(ask: &Ask, workers: usize) {
+    pr_info!(
+        "concurrency stress: seed {:#x} (replay: iw_cm_kunit.stress_seed={:#x}), {} lifecycles on {} workers, {} cm_ids kept alive\n",
+        ask.seed,
+        ask.seed,
+        ask.total,
+        workers,
+        ask.peak
+    );
+}
+
 /// Threads on every CPU drive random cm_id lifecycles through the fake
-/// provider (see stress_model.rs).  `iw_cm_kunit.stress_seed`
-/// replays a printed seed, `iw_cm_kunit.stress_lifecycles` sets the
-/// count (default 0: skipped, with an info line; make check asks for 75000).
+/// provider (see stress_model.rs), beside a population of cm_ids kept
+/// alive (stress_park.rs).  `iw_cm_kunit.stress_seed` replays a printed
+/// seed, `iw_cm_kunit.stress_lifecycles` sets the count (default 0:
+/// skipped, with an info line; make check asks for 75000),
+/// `iw_cm_kunit.stress_peak` the cm_ids kept alive (default 0) and
+/// `iw_cm_kunit.stress_budget_s` the time after which no lifecycle starts
+/// (default 270, under KUnit's case timeout).  Fails unless every
+/// lifecycle ran and was good, the peak was reached, and no cm_id or QP
+/// reference is left.
 pub(super) fn concurrency_stress() -> Result {
-    // SAFETY: reads module parameters.
-    let (seed, total) = unsafe { (iwcm_c_stress_seed(), iwcm_c_stress_lifecycles()) };
-    let total = total as usize;
+    let ask = Ask::from_params();
+    let total = ask.total;
     if total == 0 {
         // KUnit's Rust tests cannot report a skip in 7.3: say it here;
         // kunit.sh fails when the stress was wanted and did not run.
@@ -596,16 +686,10 @@ pub(super) fn concurrency_stress() -> Result {
     let base = iface::live();
     let faults = iface::provider_faults();
     let mut dev = FakeDev::new()?;
-    let sp = stress_new(seed, dev.raw(), total)?;
+    let sp = stress_new(ask, dev.raw())?;
     // SAFETY: freed below, after every worker was joined.
     let s = unsafe { &*sp };
-    pr_info!(
-        "concurrency stress: seed {:#x} (replay: iw_cm_kunit.stress_seed={:#x}), {} lifecycles on {} workers\n",
-        seed,
-        seed,
-        total,
-        s.workers.len()
-    );
+    print_seed(&ask, s.workers.len());
     expect_faults(true);
     let r = stress_run(s, total);
     expect_no_faults();
@@ -623,7 +707,11 @@ pub(super) fn concurrency_stress() -> Result {
             return Err(e);
         }
     };
+    // Live cm_ids at the peak, beyond those before the run.
+    let peak = ld(&s.peak_live).saturating_sub(base);
+    let peak_short = usize::from(peak < ask.peak);
     let bad = usize::from(rep.done != total)
+        + peak_short
         + rep.failed_workers
         + ld(&c.late)
         + ld(&c.overlap)
@@ -633,7 +721,7 @@ pub(super) fn concurrency_stress() -> Result {
         + usize::from(qp_refs != 0)
         + usize::from(taken != given_back);
     pr_info!(
-        "concurrency stress: {} lifecycles ({} cm_ids) on {} CPUs in {} ms, decisions {:#x}: {} upcalls ({} refused), {} events heard, {} provider faults, {} destroys, {} non-zero returns and {} disconnects in handlers, {} jobs handed over ({} racing releases); {} late, {} overlapping, {} illegal sequences, {} API errors, {} requests taken and {} given back, live cm_ids {} (before {}), QP refs {}, {} failed workers: {} bad\n",
+        "concurrency stress: {} lifecycles ({} cm_ids) on {} CPUs in {} ms, decisions {:#x}: {} upcalls ({} refused), {} events heard, {} provider faults, {} destroys, {} non-zero returns and {} disconnects in handlers, {} jobs handed over ({} racing releases); {} late, {} overlapping, {} illegal sequences, {} API errors, {} requests taken and {} given back, live cm_ids {} (before {}), peak live cm_ids {} (asked {}, {} parked), QP refs {}, {} failed workers: {} bad\n",
         rep.done,
         ld(&c.cm_ids),
         rep.workers,
@@ -656,6 +744,9 @@ pub(super) fn concurrency_stress() -> Result {
         given_back,
         iface::live(),
         base,
+        peak,
+        ask.peak,
+        ld(&c.parked),
         qp_refs,
         rep.failed_workers,
         bad
@@ -677,6 +768,7 @@ pub(super) fn concurrency_stress() -> Result {
     // (A failed assertion ends this thread without running
     // destructors: everything is released above.)
     assert_eq!(rep.done, total);
+    assert_eq!(peak_short, 0);
     assert_eq!(rep.failed_workers, 0);
     assert_eq!(late, 0);
     assert_eq!(overlap, 0);

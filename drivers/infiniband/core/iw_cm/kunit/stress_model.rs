@@ -36,6 +36,8 @@ use kernel::prelude::*;
 extern "C" {
     pub(super) fn iwcm_c_stress_seed() -> u64;
     pub(super) fn iwcm_c_stress_lifecycles() -> u32;
+    pub(super) fn iwcm_c_stress_peak() -> u32;
+    pub(super) fn iwcm_c_stress_budget_s() -> u32;
     pub(super) fn iwcm_c_nr_online_cpus() -> u32;
     pub(super) fn iwcm_c_kthread_start(
         f: unsafe extern "C" fn(*mut c_void) -> c_int,
@@ -453,6 +455,9 @@ pub(super) struct Counters {
     pub(super) handler_fails: AtomicUsize,
     pub(super) handler_disconnects: AtomicUsize,
     pub(super) handoffs: AtomicUsize,
+    /// cm_ids parked and evicted (stress_park.rs).
+    pub(super) parked: AtomicUsize,
+    pub(super) evicted: AtomicUsize,
     pub(super) racing_releases: AtomicUsize,
     /// Check failures.
     pub(super) late: AtomicUsize,
