@@ -409,10 +409,10 @@ irqsoff_stop() {
 	esac
 	result "irqsoff_${c}_us" "$us"
 	# "=> started at: X", "=> ended at: Y", then the stack ("=> fn").
-	sed -n 's/^ *=> \(started at\|ended at\): */\1 /p' "$t" | while read -r l; do
+	sed -n 's/^#* *=> \(started at\|ended at\): */\1 /p' "$t" | while read -r l; do
 		echo "bench: irqsoff $impl $c ${us} us: $l"
 	done
-	echo "bench: irqsoff $impl $c stack: $(sed -n 's/^ *=> \([^ :]*\)$/\1/p' "$t" | head -n 12 | tr '\n' ' ')"
+	echo "bench: irqsoff $impl $c stack: $(sed -n 's/^ *=> \([^:]*\)$/\1/p' "$t" | head -n 12 | tr '\n' ' ')"
 	if grep -E '=>' "$t" | grep -qE 'iw_cm|iwcm|iw_create_cm_id|iw_destroy_cm_id|cm_work_handler'; then
 		result "irqsoff_${c}_iwcm" 1
 	else
