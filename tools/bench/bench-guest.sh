@@ -424,7 +424,7 @@ irqsoff_stop() {
 # tracer armed around reads of iw_cm/cm_ids (ours), of /proc/slabinfo
 # (both) and around iw_cm_scale's churn (both).
 bench_irqsoff() {
-	local sdir=/sys/kernel/debug/iw_cm_scale i t0
+	local sdir=/sys/kernel/debug/iw_cm_scale t0
 	if ! grep -qw irqsoff $tr/available_tracers 2>/dev/null; then
 		fail irqsoff "no irqsoff tracer in this kernel (IWCM_KFLAVOUR=trace)"
 		return
@@ -447,12 +447,12 @@ bench_irqsoff() {
 		echo "bench: irqsoff iw_cm/cm_ids has $n lines"
 		irqsoff_start
 		t0=$(now)
-		for i in $(seq 1 "$irqsoff_reads"); do cat /sys/kernel/debug/iw_cm/cm_ids > /dev/null; done
+		for _ in $(seq 1 "$irqsoff_reads"); do cat /sys/kernel/debug/iw_cm/cm_ids > /dev/null; done
 		echo "bench: irqsoff $irqsoff_reads reads of iw_cm/cm_ids in $(since "$t0") s"
 		irqsoff_stop table
 	fi
 	irqsoff_start
-	for i in $(seq 1 "$irqsoff_reads"); do cat /proc/slabinfo > /dev/null; done
+	for _ in $(seq 1 "$irqsoff_reads"); do cat /proc/slabinfo > /dev/null; done
 	irqsoff_stop slabinfo
 	irqsoff_start
 	t0=$(now)

@@ -71,12 +71,16 @@ fi
 if [ $trace_boot -eq 1 ]; then
 	# The trace kernel and everything built for it, in its copy of the tree.
 	t=$(date +%s)
-	tree=$(IWCM_KFLAVOUR=trace tools/ulp-tree.sh | tail -n1) && [ -d "$tree/tools/vm" ] ||
-		{ echo "bench: trace kernel or its modules failed (tools/ulp-tree.sh)" >&2; exit 2; }
+	if ! tree=$(IWCM_KFLAVOUR=trace tools/ulp-tree.sh | tail -n1) || ! [ -d "$tree/tools/vm" ]; then
+		echo "bench: trace kernel or its modules failed (tools/ulp-tree.sh)" >&2
+		exit 2
+	fi
 	tk=$(IWCM_KFLAVOUR=trace IWCM_TOP=$tree bash -c '. "$1/tools/kernel/env.sh" && echo "$KDIR"' _ "$tree")
-	make -s -C "$tree/tools/testing/selftests/iw_cm" KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null &&
-		nice -n 19 make -s -C "$tk" M="$tree/tools/bench/iw_cm_scale" "${KMAKE_ARGS[@]}" modules >/dev/null ||
-		{ echo "bench: trace kernel's helpers or scale module failed" >&2; exit 2; }
+	if ! make -s -C "$tree/tools/testing/selftests/iw_cm" KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
+		! nice -n 19 make -s -C "$tk" M="$tree/tools/bench/iw_cm_scale" "${KMAKE_ARGS[@]}" modules >/dev/null; then
+		echo "bench: trace kernel's helpers or scale module failed" >&2
+		exit 2
+	fi
 	echo "bench: trace kernel and its modules ready in $(( $(date +%s) - t )) s ($tk)"
 	tout=$dir/vm-irqsoff.out
 	echo "bench: irqsoff group, $rounds ABBA rounds in one boot of the trace kernel; log $tout"
