@@ -425,6 +425,8 @@ irqsoff_stop() {
 # (both) and around iw_cm_scale's churn (both).
 bench_irqsoff() {
 	local sdir=/sys/kernel/debug/iw_cm_scale t0
+	# The VM's init mounts debugfs only.
+	[ -e $tr/available_tracers ] || mount -t tracefs nodev $tr 2>/dev/null
 	if ! grep -qw irqsoff $tr/available_tracers 2>/dev/null; then
 		fail irqsoff "no irqsoff tracer in this kernel (IWCM_KFLAVOUR=trace)"
 		return
