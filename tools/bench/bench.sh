@@ -39,14 +39,16 @@ done
 trace_boot=1
 [[ "$skip" != *" irqsoff "* ]] || trace_boot=0
 tools/setup-deps.sh >/dev/null || { echo "bench: dependency set-up failed" >&2; exit 2; }
-tools/kernel/build-kernel.sh || { echo "bench: test kernel build failed" >&2; exit 2; }
-make -s -C "$top" modules siw rdma_cm >/dev/null || { echo "bench: module build failed" >&2; exit 2; }
 # shellcheck source=../kernel/env.sh
 . tools/kernel/env.sh
-make -s -C tools/testing/selftests/iw_cm KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
-	{ echo "bench: selftest helper build failed" >&2; exit 2; }
-nice -n 19 make -s -C "$KDIR" M="$top/tools/bench/iw_cm_scale" "${KMAKE_ARGS[@]}" modules >/dev/null ||
-	{ echo "bench: scale module build failed" >&2; exit 2; }
+if [ $lean_boot -eq 1 ]; then
+	tools/kernel/build-kernel.sh || { echo "bench: test kernel build failed" >&2; exit 2; }
+	make -s -C "$top" modules siw rdma_cm >/dev/null || { echo "bench: module build failed" >&2; exit 2; }
+	make -s -C tools/testing/selftests/iw_cm KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
+		{ echo "bench: selftest helper build failed" >&2; exit 2; }
+	nice -n 19 make -s -C "$KDIR" M="$top/tools/bench/iw_cm_scale" "${KMAKE_ARGS[@]}" modules >/dev/null ||
+		{ echo "bench: scale module build failed" >&2; exit 2; }
+fi
 
 stamp=$(date +%Y%m%d-%H%M%S)
 dir=${BENCH_RESULTS_DIR:-$top/results/bench-$stamp}
