@@ -385,11 +385,11 @@ bench_scale() {
 # function-trace option is off: with it every function called with
 # interrupts off is traced, which lengthens the very sections measured.
 irqsoff_start() {
-	echo 0 > $tr/tracing_on &&
-		echo irqsoff > $tr/current_tracer &&
-		echo 0 > $tr/options/function-trace &&
-		echo 0 > $tr/tracing_max_latency &&
-		echo 1 > $tr/tracing_on
+	echo 0 > $tr/tracing_on
+	echo irqsoff > $tr/current_tracer || echo "bench: irqsoff: cannot select the irqsoff tracer"
+	[ ! -e $tr/options/function-trace ] || echo 0 > $tr/options/function-trace
+	echo 0 > $tr/tracing_max_latency
+	echo 1 > $tr/tracing_on
 }
 
 # irqsoff_stop CASE: the tracer stopped; the maximum as irqsoff_CASE_us,
