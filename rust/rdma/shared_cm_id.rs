@@ -87,13 +87,12 @@ impl SharedCmId {
     /// The ULP's handler and context, for a call in this cm_id's delivery
     /// or for a new child of it (a listener's handler is never rewritten).
     pub(crate) fn handler_context(&self) -> (CmHandler, *mut c_void) {
+        // `context` is written only at creation; `cm_handler` also by
+        // rdma_cm inside this cm_id's CONNECT_REQUEST handler (in its
+        // delivery), and a read here is in a later delivery of it (ordered
+        // by the cm_id's lock) or of a listener, never rewritten.
         let p = self.as_ptr();
-        // SAFETY: `p` is valid (type invariant).  `context` is written only
-        // at creation; `cm_handler` also by rdma_cm inside this cm_id's
-        // CONNECT_REQUEST handler, which runs in this cm_id's delivery,
-        // and a read here is in a later delivery of it (ordered after that
-        // one by the cm_id's lock) or of a listener, whose handler rdma_cm
-        // never rewrites.
+        // SAFETY: `p` is valid (type invariant); no concurrent write (above).
         unsafe { ((*p).cm_handler, (*p).context) }
     }
 

@@ -221,12 +221,12 @@ impl CmIdRef {
     /// The device the id is bound to, once rdma_cm has bound it (address
     /// resolved, bound to a local address, or a connection request).
     pub(crate) fn device(&self) -> Option<Device> {
-        // SAFETY: the id is alive; rdma_cm sets `device` once, when it binds
-        // the id, before the event that reports it.  rdma_cm keeps the device
-        // registered while an id is bound to it (device removal waits for
-        // every such id to be destroyed), and a ULP frees what it allocates
-        // on the device before destroying its id.
-        unsafe { Device::from_raw((*self.as_raw()).device) }
+        // rdma_cm sets `device` once, when it binds the id, before the event
+        // that reports it, and keeps the device registered while an id is
+        // bound to it (device removal waits for every such id to go).
+        let dev = self.as_raw();
+        // SAFETY: the id is alive and its `device` set for good (above).
+        unsafe { Device::from_raw((*dev).device) }
     }
 
     /// The id's QP (`id->qp`), null before `rdma_create_qp` and after

@@ -11,8 +11,8 @@
 
 use crate::bindings;
 use core::ffi::c_void;
-use core::sync::atomic::AtomicU64;
 use kernel::prelude::*;
+use kernel::sync::atomic::Atomic;
 
 /// A reference on this module (`try_module_get(THIS_MODULE)`), held by
 /// every live cm_id, so that `rmmod iw_cm` answers "in use" while a
@@ -204,18 +204,26 @@ pub(crate) fn ids_reserve(may_sleep: bool) -> Result<u32> {
 /// Stores `entry` at the reserved number `id` of the table (no allocation:
 /// the slot exists), after writing the next creation sequence number to
 /// `seq`, under the table's lock.  Any context.
-pub(crate) fn ids_publish(id: u32, entry: *const c_void, seq: &AtomicU64) {
+pub(crate) fn ids_publish(id: u32, entry: *const c_void, seq: &Atomic<u64>) {
     // SAFETY: `entry` is only stored, never dereferenced by the helper;
-    // `seq` points to a live `u64` (an `AtomicU64` has its layout), written
+    // `seq` points to a live `u64` (an `Atomic<u64>` has its layout), written
     // under the table's lock, under which its readers read it.
     unsafe { bindings::iwcm_c_ids_publish(id, entry, seq.as_ptr()) };
 }
 
 /// Erases number `id` of the table (published or only reserved) and frees
-/// it.  Any context.
+/// it (the last of the allocation cursor's leaf stays reserved, unused,
+/// to keep the leaf: iw_cm_exports.c's keeper).  Any context.
 pub(crate) fn ids_erase(id: u32) {
     // SAFETY: an XArray erase under its lock; no pointer arguments.
     unsafe { bindings::iwcm_c_ids_erase(id) };
+}
+
+/// Erases the number the table keeps to keep its cursor's leaf, so that
+/// the table is empty.  Module exit, once no cm_id is left; any context.
+pub(crate) fn ids_exit() {
+    // SAFETY: an XArray erase under its lock; no arguments.
+    unsafe { bindings::iwcm_c_ids_exit() };
 }
 
 /// Sets (or clears) the running mark of number `id` (nothing if it is

@@ -60,13 +60,14 @@ use crate::rdma::iw_provider::{
     qp_attr_target, set_init_qp_attr, ConnParam, IwDevice, QpAttr, QpAttrTarget, QpRef,
 };
 use crate::rdma::shared_cm_id::{Callbacks, Fields, RawCmId, SharedCmId, Unseen};
-use crate::trace;
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
+use crate::trace;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use event::{Checked, Event, EventRing};
-use kernel::sync::atomic::{Atomic, Relaxed};
+#[cfg(CONFIG_KUNIT)]
+use kernel::sync::atomic::Release;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed};
 use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
@@ -137,8 +138,8 @@ pub(crate) enum FaultLog {
     /// The production case: a warning (and a WARN once per call site).
     Warn,
     /// Expected by the KUnit suite on its fake device: an info line.
-    /// (Only the test interface, `kunit_iface.rs`, chooses it: never
-    /// constructed on a kernel without KUnit.)
+    /// (Only [`expected_fault_log`] chooses it: never constructed on a
+    /// kernel without KUnit.)
     #[cfg_attr(not(CONFIG_KUNIT), expect(dead_code))]
     Info,
     /// Expected by the KUnit concurrency stress on its fake device: not
@@ -149,16 +150,50 @@ pub(crate) enum FaultLog {
 
 /// How to log a provider fault of a cm_id on `dev` (`None` when the fault
 /// has no cm_id).  Always [`FaultLog::Warn`] for a real provider: only the
-/// fake device the test module names (`kunit_iface.rs`) gets another
+/// fake device the test module names ([`expect_faults`]) gets another
 /// answer.  (The WARN may come from the delivery worker, where KUnit's
 /// per-task warning suppression does not reach.)  Any context.
 pub(crate) fn fault_log(dev: Option<&DevInfo>) -> FaultLog {
     #[cfg(CONFIG_KUNIT)]
-    if let Some(log) = dev.and_then(|d| crate::kunit_iface::expected_fault_log(d.connect_op)) {
+    if let Some(log) = dev.and_then(|d| expected_fault_log(d.connect_op)) {
         return log;
     }
     let _ = dev;
     FaultLog::Warn
+}
+
+/// The `iw_connect` op of the test's fake provider whose faults the KUnit
+/// suite provokes on purpose (0: none), and whether they are logged at all.
+#[cfg(CONFIG_KUNIT)]
+static EXPECTED_CONNECT_OP: Atomic<usize> = Atomic::new(0);
+#[cfg(CONFIG_KUNIT)]
+static QUIET: Atomic<bool> = Atomic::new(false);
+
+/// Provider faults on every device whose `iw_connect` op is `connect_op`
+/// (the KUnit suite's fake provider, through kunit_iface.rs) are expected
+/// from now on: logged at info level (`quiet`: not at all) instead of
+/// warned about; 0 ends that.  Any context.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn expect_faults(connect_op: usize, quiet: bool) {
+    QUIET.store(quiet, Relaxed);
+    EXPECTED_CONNECT_OP.store(connect_op, Release);
+}
+
+/// The log level of a provider fault on a device whose `iw_connect` op is
+/// `connect_op` (`DevInfo`, read at the cm_id's creation) when the KUnit
+/// suite expects it there ([`expect_faults`]); `None` (a warning) for
+/// every other device.  Any context.
+#[cfg(CONFIG_KUNIT)]
+fn expected_fault_log(connect_op: usize) -> Option<FaultLog> {
+    let expected = EXPECTED_CONNECT_OP.load(Acquire);
+    if expected == 0 || connect_op != expected {
+        return None;
+    }
+    Some(if QUIET.load(Relaxed) {
+        FaultLog::Silent
+    } else {
+        FaultLog::Info
+    })
 }
 
 /// The `iw_cm_provider_fault` tracepoint for a fault at `site` (a
@@ -185,7 +220,7 @@ pub(crate) struct DevInfo {
     /// `IwDevice::max_rd_atom`: the upcall's ird/ord limit.
     pub(crate) max_rd_atom: u8,
     /// The address of the provider's `iw_connect` op, which names the
-    /// KUnit suite's fake provider (`kunit_iface::expected_fault_log`).
+    /// KUnit suite's fake provider ([`expect_faults`]).
     #[cfg(CONFIG_KUNIT)]
     pub(crate) connect_op: usize,
 }
@@ -226,8 +261,6 @@ macro_rules! provider_fault {
 mod delivery;
 mod event;
 mod portmap;
-#[cfg(CONFIG_KUNIT)]
-pub(crate) use portmap::adopted_mapping;
 pub(crate) mod table;
 mod upcall;
 
@@ -312,7 +345,7 @@ pub(crate) struct CmId {
     /// `rem_ref` without a matching `add_ref` is a provider fault and is
     /// ignored, instead of dropping a reference the ULP or a queued event
     /// owns (a use-after-free later).
-    provider_refs: AtomicUsize,
+    provider_refs: Atomic<usize>,
     /// The cm_id's number: its index in the table, in the reports and the
     /// tracepoints.
     table_id: u32,
@@ -320,7 +353,7 @@ pub(crate) struct CmId {
     /// table (`u64::MAX` before): a table read lists the cm_ids published
     /// before its count line (`table_window.rs`).  Written and read only
     /// under the table's lock.
-    table_seq: AtomicU64,
+    table_seq: Atomic<u64>,
     /// This module's reference for the cm_id's lifetime.  Last field: it
     /// is dropped after everything else of the cm_id (see [`crate::c_helpers::ModulePin`]).
     _module: ModulePin,
@@ -440,9 +473,9 @@ impl CmId {
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
-                provider_refs: AtomicUsize::new(0),
+                provider_refs: Atomic::new(0),
                 table_id,
-                table_seq: AtomicU64::new(u64::MAX),
+                table_seq: Atomic::new(u64::MAX),
                 _module: module,
             }),
             ctx.flags(),
@@ -811,16 +844,7 @@ impl CmId {
             // A pending request that nobody accepted.
             let _ = self.dev.reject(&self.raw, &[]);
         }
-        // Requests queued on a listener and never delivered: each one
-        // holds a provider object (siw: a reference on its endpoint and the
-        // TCP connection) that only iw_accept/iw_reject give back.  iwcm.c
-        // drops them (IWCM_F_DROP_EVENTS) and the provider keeps them
-        // forever; reject them instead.
-        for ev in dropped.iter_mut().flatten() {
-            if ev.raw.event_type() == Some(EventType::ConnectRequest) {
-                self.reject_undelivered_request(ev);
-            }
-        }
+        self.reject_dropped_requests(&mut dropped);
         drop(dropped);
         // Outside any lock, after the QP state change.
         drop(qp);
@@ -838,6 +862,20 @@ impl CmId {
         // addresses of a CONNECT_REPLY (delivery.rs).
         if actions.contains(Actions::UNMAP) {
             self.unmap_ports();
+        }
+    }
+
+    /// Requests queued on a listener and never delivered (the events
+    /// `destroy` took off the ring): each one holds a provider object
+    /// (siw: a reference on its endpoint and the TCP connection) that only
+    /// iw_accept/iw_reject give back.  iwcm.c drops them
+    /// (IWCM_F_DROP_EVENTS) and the provider keeps them forever; reject
+    /// them instead.  Process context, may sleep.
+    fn reject_dropped_requests(&self, dropped: &mut KVVec<Option<Event>>) {
+        for ev in dropped.iter_mut().flatten() {
+            if ev.raw.event_type() == Some(EventType::ConnectRequest) {
+                self.reject_undelivered_request(ev);
+            }
         }
     }
 

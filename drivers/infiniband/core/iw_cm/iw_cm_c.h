@@ -63,12 +63,15 @@ int iwcm_c_format_addr(char *buf, size_t len, const struct sockaddr_storage *a);
  * a number (GFP_KERNEL with MAY_SLEEP, in process context; else
  * GFP_NOWAIT | __GFP_NOWARN, anywhere), publish a cm_id at it (its
  * creation sequence number written to *SEQ under the lock first), erase
- * it (a reservation too); mark a cm_id whose delivery is in a ULP
- * handler.  Any context but a reservation that may sleep.
+ * it (a reservation too; the last number of the allocation cursor's leaf
+ * stays reserved, unused, to keep the leaf); mark a cm_id whose delivery
+ * is in a ULP handler.  Any context but a reservation that may sleep.
  */
 int iwcm_c_ids_reserve(u32 *id, bool may_sleep);
 void iwcm_c_ids_publish(u32 id, const void *entry, u64 *seq);
 void iwcm_c_ids_erase(u32 id);
+/* Module exit, no cm_id left: erases the number kept for its leaf. */
+void iwcm_c_ids_exit(void);
 void iwcm_c_ids_set_running(u32 id, bool running);
 /* The table's lock, interrupts saved: take, release. */
 unsigned long iwcm_c_ids_lock(void);

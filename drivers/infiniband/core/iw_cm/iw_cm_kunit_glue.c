@@ -15,9 +15,9 @@
 MODULE_IMPORT_NS("EXPORTED_FOR_KUNIT_TESTING");
 
 /*
- * The KUnit concurrency stress (kunit.rs, concurrency_stress): its seed and
- * size as module parameters, and kernel threads, which the Rust kernel
- * crate of 7.3 cannot start.
+ * The KUnit concurrency stress (kunit/stress.rs, concurrency_stress): its
+ * seed and size as module parameters, and kernel threads, which the Rust
+ * kernel crate of 7.3 cannot start.
  *
  *   insmod iw_cm_kunit.ko stress_seed=0x...      replays a printed seed
  *   insmod iw_cm_kunit.ko stress_lifecycles=N    N lifecycles (0, default: skip)

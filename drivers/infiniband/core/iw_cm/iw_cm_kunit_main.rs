@@ -9,7 +9,9 @@
 //! fake iWARP provider and fake ULPs, calling the nine exported functions
 //! of include/rdma/iw_cm.h and the test-only interface iw_cm.ko exports
 //! into the `EXPORTED_FOR_KUNIT_TESTING` namespace (kunit_iface.rs there,
-//! [`iface`] here).  iw_cm.ko itself carries no test code.
+//! [`iface`] here).  iw_cm.ko itself carries only the in-place tests of
+//! its pure functions (`#[kunit_tests]` in cm_id/portmap.rs and
+//! cm_id/table.rs, suites of their own).
 //!
 //! Parameters (iw_cm_kunit_glue.c): `stress_lifecycles` (cm_id lifecycles
 //! of the concurrency stress, default 0: skipped) and `stress_seed` (replay
@@ -68,36 +70,6 @@ pub(crate) mod iface {
             slots: *mut usize,
             cap: usize,
         ) -> usize;
-        fn iwcm_kunit_adopted_mapping(
-            local: *const SockAddr,
-            remote: *const SockAddr,
-            m_local: *const SockAddr,
-            m_remote: *const SockAddr,
-            active: bool,
-            out_local: *mut SockAddr,
-            out_remote: *mut SockAddr,
-        ) -> bool;
-    }
-
-    type SockAddr = bindings::__kernel_sockaddr_storage;
-
-    /// The mapped (local, remote) addresses a cm_id with the addresses
-    /// (`local`, `remote`) takes from the port mapper's answer
-    /// (`m_local`, `m_remote`); `None`: the answer is not adopted.
-    pub(crate) fn adopted_mapping(
-        local: &SockAddr,
-        remote: &SockAddr,
-        m_local: &SockAddr,
-        m_remote: &SockAddr,
-        active: bool,
-    ) -> Option<(SockAddr, SockAddr)> {
-        let (mut l, mut r) = (SockAddr::default(), SockAddr::default());
-        // SAFETY: every pointer is to a valid `sockaddr_storage`, the
-        // outputs exclusively ours; the callee is pure.
-        unsafe {
-            iwcm_kunit_adopted_mapping(local, remote, m_local, m_remote, active, &mut l, &mut r)
-        }
-        .then_some((l, r))
     }
 
     /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot

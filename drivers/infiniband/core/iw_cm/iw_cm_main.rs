@@ -152,11 +152,22 @@ impl Drop for StuckWatch {
     }
 }
 
+/// The cm_id table (iw_cm_exports.c): emptied of the number it keeps for
+/// its allocation cursor's leaf when dropped, after every cm_id is gone.
+struct IdTable;
+
+impl Drop for IdTable {
+    fn drop(&mut self) {
+        c_helpers::ids_exit();
+    }
+}
+
 /// The module state.  Fields are dropped in declaration order, the reverse
 /// of their registration in `init` (iwcm.c's iw_cm_cleanup order); a
 /// failed `init` drops what it registered so far, in reverse.
 struct IwCmModule {
     _debugfs: Debugfs,
+    _table: IdTable,
     _stuck_watch: StuckWatch,
     _fault: FaultAttr,
     _netlink: Netlink,
@@ -175,6 +186,7 @@ impl kernel::Module for IwCmModule {
         let debugfs = Debugfs::new()?;
         Ok(Self {
             _debugfs: debugfs,
+            _table: IdTable,
             _stuck_watch: StuckWatch,
             _fault: fault,
             _netlink: netlink,

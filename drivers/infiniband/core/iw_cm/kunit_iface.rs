@@ -4,38 +4,16 @@
 //! iw_cm_kunit.ko (kunit.rs).  Built only with `CONFIG_KUNIT`; exported by
 //! iw_cm_exports.c with `EXPORT_SYMBOL_IF_KUNIT` into the
 //! `EXPORTED_FOR_KUNIT_TESTING` namespace, as in-tree code under test does.
-//! Nothing here runs unless the test module calls it: loading iw_cm.ko
-//! alone runs no test, prints nothing and registers nothing.
+//! Nothing here runs unless the test module calls it.
 //!
 //! The suite reaches the code under test through the nine exported
-//! functions of include/rdma/iw_cm.h and these nine.
+//! functions of include/rdma/iw_cm.h and these eight.  (Pure functions
+//! are tested in place instead, by suites of this module: the
+//! `#[kunit_tests]` at the end of cm_id/portmap.rs and cm_id/table.rs.)
 
 use crate::bindings;
-use crate::cm_id::{CmId, FaultLog, LIVE, PROVIDER_FAULTS};
+use crate::cm_id::{CmId, LIVE, PROVIDER_FAULTS};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-/// The `iw_connect` op of the test's fake provider whose faults the suite
-/// provokes on purpose (0: none), and whether they are logged at all.
-static EXPECTED_CONNECT_OP: AtomicUsize = AtomicUsize::new(0);
-static QUIET: AtomicBool = AtomicBool::new(false);
-
-/// The log level of a provider fault on `dev` when the suite expects it
-/// there (a device of its fake provider); `None` (a warning) for every
-/// other device.  Any context.
-/// `connect_op`: the device's `iw_connect` op, read at the cm_id's creation
-/// (`DevInfo`).
-pub(crate) fn expected_fault_log(connect_op: usize) -> Option<FaultLog> {
-    let expected = EXPECTED_CONNECT_OP.load(Ordering::Acquire);
-    if expected == 0 || connect_op != expected {
-        return None;
-    }
-    Some(if QUIET.load(Ordering::Relaxed) {
-        FaultLog::Silent
-    } else {
-        FaultLog::Info
-    })
-}
 
 /// Live cm_ids of this module, on every device.  Any context.
 #[no_mangle]
@@ -69,8 +47,7 @@ pub unsafe extern "C" fn iwcm_kunit_settled(cm_id: *mut bindings::iw_cm_id) -> b
 /// Any context.
 #[no_mangle]
 pub extern "C" fn iwcm_kunit_expect_faults(connect_op: *const c_void, quiet: bool) {
-    QUIET.store(quiet, Ordering::Relaxed);
-    EXPECTED_CONNECT_OP.store(connect_op as usize, Ordering::Release);
+    crate::cm_id::expect_faults(connect_op as usize, quiet);
 }
 
 /// Writes the debugfs table line of `cm_id` into `buf` (`len` bytes, NUL
@@ -122,51 +99,6 @@ impl core::fmt::Write for LineBuf<'_> {
         self.out[self.n..self.n + s.len()].copy_from_slice(s.as_bytes());
         self.n += s.len();
         Ok(())
-    }
-}
-
-/// Which mapped addresses a cm_id takes from a port mapper answer
-/// (`m_local`, `m_remote`) to its request for (`local`, `remote`), an
-/// active cm_id's (`active`) or a listener's (cm_id/portmap.rs
-/// `adopted_mapping`): true with them written to `out_local` and
-/// `out_remote`, or false when the answer is not adopted (an address of
-/// another family).  Pure; any context.
-///
-/// # Safety
-///
-/// The four input pointers are valid for reads of a `sockaddr_storage`,
-/// the two output pointers for writes of one.
-#[no_mangle]
-pub unsafe extern "C" fn iwcm_kunit_adopted_mapping(
-    local: *const bindings::__kernel_sockaddr_storage,
-    remote: *const bindings::__kernel_sockaddr_storage,
-    m_local: *const bindings::__kernel_sockaddr_storage,
-    m_remote: *const bindings::__kernel_sockaddr_storage,
-    active: bool,
-    out_local: *mut bindings::__kernel_sockaddr_storage,
-    out_remote: *mut bindings::__kernel_sockaddr_storage,
-) -> bool {
-    // SAFETY: valid for reads (caller).
-    let (local, remote, m) = unsafe {
-        (
-            &*local,
-            &*remote,
-            crate::rdma::iwpm::Mapped {
-                local: *m_local,
-                remote: *m_remote,
-            },
-        )
-    };
-    match crate::cm_id::adopted_mapping(local, remote, &m, active) {
-        Some((l, r)) => {
-            // SAFETY: valid for writes (caller).
-            unsafe {
-                out_local.write(l);
-                out_remote.write(r);
-            }
-            true
-        }
-        None => false,
     }
 }
 

@@ -2,18 +2,23 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # The Rust iw_cm's KUnit suite (rust_iw_cm: the glue against a fake iWARP
-# provider) lives in iw_cm_kunit.ko and runs when that module is loaded;
-# this test first checks that iw_cm.ko alone carries and runs no test
-# (no suite in debugfs, not a line in the kernel log, no kunit
-# dependency), then loads the test module (IWCM_KUNIT_PARAMS) and reports
-# its KTAP results from debugfs, and unloads it.  Skips with the C iw_cm,
-# which has no such suite.
+# provider) lives in iw_cm_kunit.ko and runs when that module is loaded.
+# iw_cm.ko carries only the in-place suites of its pure functions
+# (IWCM_INPLACE_SUITES: #[kunit_tests] at the end of cm_id/portmap.rs and
+# cm_id/table.rs), which KUnit runs when iw_cm.ko is loaded.  This test
+# first loads iw_cm.ko alone and checks that it says nothing but those
+# suites' KTAP, registers no other suite and depends on nothing of
+# KUnit's, and reports the in-place suites' results; then it loads the
+# test module (IWCM_KUNIT_PARAMS), reports its KTAP results from debugfs,
+# and unloads it.  Skips with the C iw_cm, which has no such suite.
 . "$(dirname "$0")/lib.sh"
 
 RES=/sys/kernel/debug/kunit/rust_iw_cm/results
+# The suites of iw_cm.ko itself (its pure functions, tested in place).
+IWCM_INPLACE_SUITES="rust_iw_cm_portmap rust_iw_cm_table"
 
 IWCM_FINISH_CHECKS=0
-iwcm_init kunit 7 modinfo insmod rmmod
+iwcm_init kunit 8 modinfo insmod rmmod
 [ "$IWCM_IMPL" = rust ] || iwcm_skip_all "kunit: the KUnit suite belongs to the Rust iw_cm (IWCM_IMPL=$IWCM_IMPL)"
 # A KUnit that is built in but disabled (kunit.enable=0, the default of a
 # kernel without CONFIG_KUNIT_DEFAULT_ENABLED) runs nothing: a failure,
@@ -24,10 +29,12 @@ if [ "$(cat /sys/module/kunit/parameters/enable 2>/dev/null)" = N ]; then
 fi
 [ -f "$IWCM_KUNIT_KO" ] || iwcm_skip_all "kunit: no $IWCM_KUNIT_KO (a kernel without CONFIG_KUNIT builds none)"
 
-# iw_cm.ko alone: loaded fresh, it must print nothing (the kernel's own
-# one-time "loading out-of-tree module taints kernel" aside), register
-# no KUnit suite and depend on nothing of KUnit's (the depends check
-# matters on a CONFIG_KUNIT=m kernel; with =y there is no kunit module).
+# iw_cm.ko alone: loaded fresh, it must print nothing but the KTAP of its
+# in-place suites (and the kernel's own one-time "loading out-of-tree
+# module taints kernel"), register no suite but those and depend on
+# nothing of KUnit's (the depends check matters on a CONFIG_KUNIT=m
+# kernel, where #[kunit_tests] compiles no suite; with =y there is no
+# kunit module).
 [ -d /sys/module/iw_cm ] && rmmod rdma_ucm rdma_cm iw_cm 2>/dev/null
 if [ -d /sys/module/iw_cm ]; then
 	ktap_test_fail "iw_cm.ko alone: cannot unload the iw_cm already loaded for a fresh insmod"
@@ -39,8 +46,11 @@ sleep 1
 # Only iw_cm's own lines and KUnit's count: another subsystem's line in
 # that second (seen: "clocksource: Watchdog remote CPU 1 read timed out"
 # under TCG) is shown, not held against iw_cm.ko.
+# KUnit's KTAP lines at this insmod are those of iw_cm.ko's in-place
+# suites (their results are checked below, from debugfs).
 new=$(dmesg | tail -n +"$((mark + 1))" | sed -E 's/^\[ *[0-9.]+\] ?//' |
-	grep -vE '^(iw_cm: )?loading out-of-tree module taints kernel\.$' || true)
+	grep -vE '^(iw_cm: )?loading out-of-tree module taints kernel\.$' |
+	grep -vE '^ *(KTAP version [0-9]+|1\.\.[0-9]+|# .*|(not )?ok [0-9]+ .*)$' || true)
 ours='^(iw_cm|iwpm|rust_iw_cm|kunit|KTAP)|^ *(# Subtest|(not )?ok [0-9])'
 said=$(printf '%s\n' "$new" | grep -E "$ours" || true)
 printf '%s\n' "$new" | grep -vE "$ours" | grep -v '^$' |
@@ -50,7 +60,24 @@ quiet=1
 [ -z "$said" ] || { quiet=0; printf '%s\n' "$said" | while IFS= read -r l; do ktap_print_msg "iw_cm.ko said: $l"; done; }
 [ ! -e /sys/kernel/debug/kunit/rust_iw_cm ] || { quiet=0; ktap_print_msg "iw_cm.ko registered the rust_iw_cm suite"; }
 [[ ,$deps, != *,kunit,* ]] || { quiet=0; ktap_print_msg "iw_cm.ko depends on: $deps"; }
-iwcm_check "iw_cm.ko alone runs no test: silent at insmod, no KUnit suite, depends '$deps'" [ $quiet -eq 1 ]
+iwcm_check "iw_cm.ko alone runs only its in-place tests: silent at insmod but their KTAP, no rust_iw_cm suite, depends '$deps'" [ $quiet -eq 1 ]
+
+# The in-place suites' results, as KUnit wrote them at that insmod.
+inplace=0 inplace_bad=0 inplace_missing=
+for s in $IWCM_INPLACE_SUITES; do
+	r=/sys/kernel/debug/kunit/$s/results
+	if [ ! -r "$r" ]; then
+		inplace_missing="$inplace_missing $s"
+		continue
+	fi
+	while IFS= read -r l; do ktap_print_msg "$l"; done < "$r"
+	inplace=$((inplace + $(grep -cE "^ +(not )?ok [0-9]+ " "$r")))
+	inplace_bad=$((inplace_bad + $(grep -cE "^ +not ok [0-9]+ " "$r")))
+	grep -qE "^ok [0-9]+ $s\b" "$r" || inplace_bad=$((inplace_bad + 1))
+done
+[ -z "$inplace_missing" ] || ktap_print_msg "iw_cm.ko registered no suite:$inplace_missing"
+iwcm_check "iw_cm.ko in-place KUnit suites ($IWCM_INPLACE_SUITES): $inplace cases, $inplace_bad failed" \
+	eval '[ -z "$inplace_missing" ] && [ "$inplace" -ge 2 ] && [ "$inplace_bad" -eq 0 ]'
 
 mark=$(dmesg | wc -l)
 # shellcheck disable=SC2086

@@ -30,8 +30,7 @@ pub(super) struct Event {
     /// the request, the cm_id that rejects it (never published).  An
     /// `Event` with a child must be dropped outside every cm_id's lock
     /// (the child's destructor takes the table's lock, which comes first):
-    /// the delivery's match arms that drop an event under the lock never
-    /// see a CONNECT_REQUEST (`state::step`).
+    /// the delivery drops its events after the unlock (`delivery.rs`).
     pub(super) child: Option<table::Unlisted>,
 }
 

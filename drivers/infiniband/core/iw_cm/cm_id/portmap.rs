@@ -82,3 +82,87 @@ impl CmId {
         }
     }
 }
+
+#[kunit_tests(rust_iw_cm_portmap)]
+mod tests {
+    use super::adopted_mapping;
+    use crate::bindings::{AF_INET, AF_INET6};
+    use crate::rdma::iwpm::{Mapped, SockAddr};
+    use core::mem::{size_of, transmute};
+    use kernel::prelude::*;
+
+    /// The bytes of a `sockaddr_storage`.
+    type Bytes = [u8; size_of::<SockAddr>()];
+
+    /// An address of `family` whose `sockaddr_in` port and IPv4 address
+    /// are `port` and `ip`.
+    fn addr(family: u32, ip: [u8; 4], port: u16) -> SockAddr {
+        let mut b: Bytes = [0; size_of::<SockAddr>()];
+        b[..2].copy_from_slice(&(family as u16).to_ne_bytes());
+        b[2..4].copy_from_slice(&port.to_be_bytes());
+        b[4..8].copy_from_slice(&ip);
+        // SAFETY: a `sockaddr_storage` is integers without padding: any
+        // bytes of its size are one.
+        unsafe { transmute::<Bytes, SockAddr>(b) }
+    }
+
+    /// Family, port and IPv4 address of `a`, as `addr` writes them.
+    fn head(a: SockAddr) -> [u8; 8] {
+        // SAFETY: as in `addr`; every byte of `a` is initialised.
+        let b = unsafe { transmute::<SockAddr, Bytes>(a) };
+        let mut h = [0; 8];
+        h.copy_from_slice(&b[..8]);
+        h
+    }
+
+    /// `adopted_mapping` of the answer (`m_local`, `m_remote`), as the
+    /// heads of the addresses taken.
+    fn adopted(m_local: SockAddr, m_remote: SockAddr, active: bool) -> Option<([u8; 8], [u8; 8])> {
+        let (local, remote) = (
+            addr(AF_INET, [192, 0, 2, 1], 4420),
+            addr(AF_INET, [192, 0, 2, 2], 4420),
+        );
+        let m = Mapped {
+            local: m_local,
+            remote: m_remote,
+        };
+        adopted_mapping(&local, &remote, &m, active).map(|(l, r)| (head(l), head(r)))
+    }
+
+    /// The port mapper's answer is adopted only when its addresses are of
+    /// the cm_id's own family (issue 12 item 6): iwpm_add_mapping() and
+    /// iwpm_add_and_query_mapping() return 0 without filling the answer in
+    /// when iwpmd went away between iw_cm's pid check and the request.  A
+    /// zeroed (family 0) or IPv6 answer for an IPv4 cm_id is not adopted,
+    /// on either side; a well-formed one is, with a wildcard remote
+    /// answer's IP replaced by the cm_id's own (iw_cm_check_wildcard).
+    #[test]
+    fn port_mapper_answer_of_another_family_is_not_adopted() -> Result {
+        let zeroed = SockAddr::default();
+        let v6 = addr(AF_INET6, [0; 4], 0);
+        let m_local = addr(AF_INET, [198, 51, 100, 1], 40000);
+        let m_remote = addr(AF_INET, [198, 51, 100, 2], 41000);
+        for active in [false, true] {
+            // Nothing filled in: the iwpmd-killed race.
+            assert!(adopted(zeroed, zeroed, active).is_none());
+            // A local answer of another family.
+            assert!(adopted(v6, m_remote, active).is_none());
+        }
+        // A connect's query with a remote answer of another family.
+        assert!(adopted(m_local, zeroed, true).is_none());
+        assert!(adopted(m_local, v6, true).is_none());
+        // A listener's request: the remote answer is not used.
+        let (l, r) = adopted(m_local, zeroed, false).ok_or(EINVAL)?;
+        assert_eq!(l, head(m_local));
+        assert_eq!(r, head(addr(AF_INET, [192, 0, 2, 2], 4420)));
+        // A connect's query.
+        let (l, r) = adopted(m_local, m_remote, true).ok_or(EINVAL)?;
+        assert_eq!(l, head(m_local));
+        assert_eq!(r, head(m_remote));
+        // A wildcard remote answer keeps the mapped port, takes the peer's IP.
+        let wild = addr(AF_INET, [0; 4], 41000);
+        let (_, r) = adopted(m_local, wild, true).ok_or(EINVAL)?;
+        assert_eq!(r, head(addr(AF_INET, [192, 0, 2, 2], 41000)));
+        Ok(())
+    }
+}

@@ -256,7 +256,7 @@ impl CmId {
                 .delivery
                 .map_or_else(|| self.raw.handler_now(), |d| d.handler),
             qp: g.qp.is_some(),
-            provider_refs: self.provider_refs.load(Ordering::Relaxed),
+            provider_refs: self.provider_refs.load(Relaxed),
         }
     }
 }
@@ -374,7 +374,7 @@ pub(crate) fn row_from(from: u32, end: u64) -> Option<Row> {
         let t = Locked::new();
         let id = t.first_from(from, false)?;
         // Written under the table's lock, before it was published.
-        let seq = id.table_seq.load(Ordering::Relaxed);
+        let seq = id.table_seq.load(Relaxed);
         match table_window::resume_at(id.table_id, seq, end) {
             Resume::List => return Some(id.row()),
             Resume::SkipTo(n) => from = n,
@@ -730,4 +730,71 @@ pub(crate) unsafe fn queued_children_slots(raw: *mut RawCmId, out: &mut [usize])
         *o = c.inner.lock().events.slots.len();
     }
     n
+}
+
+#[kunit_tests(rust_iw_cm_table)]
+mod tests {
+    use super::*;
+
+    /// A row of a connecting cm_id on "siw0" with no address set.
+    fn row() -> Row {
+        let mut dev = DevName::new();
+        dev.buf[..4].copy_from_slice(b"siw0");
+        Row {
+            id: 7,
+            role: Role::Active,
+            state: State::ConnSent,
+            dev,
+            addrs: [SockAddr::default(); 4],
+            queued: 2,
+            delivering: None,
+            handler: 0,
+            qp: true,
+            provider_refs: 1,
+        }
+    }
+
+    /// Whether `row` renders as `want` (the columns of [`HEADER`]).
+    fn renders(row: &Row, want: &str) -> bool {
+        let mut buf = [0u8; 512];
+        let mut w = BufWriter(&mut buf, 0);
+        let ok = write_row(&mut w, row).is_ok();
+        let n = w.1;
+        let line = core::str::from_utf8(&buf[..n]).unwrap_or("");
+        if !ok || line != want {
+            pr_err!("table row: {:?}, want {:?}\n", line, want);
+            return false;
+        }
+        true
+    }
+
+    /// A table row has the columns of the header, one word each: "-" for
+    /// an unset address, no delivery, no delivery event or no handler; a
+    /// handler as its symbol and module without the space `%ps` puts
+    /// between them; the QP as 0 or 1.
+    #[test]
+    fn table_row_has_one_word_per_header_column() {
+        assert_eq!(HEADER.split(' ').count(), 14);
+        let mut r = row();
+        assert!(renders(&r, "7 active ConnSent siw0 - - - - 2 - - - 1 1"));
+        r.delivering = Some((1500, Some(EventType::ConnectReply)));
+        r.qp = false;
+        assert!(renders(
+            &r,
+            "7 active ConnSent siw0 - - - - 2 1500 ConnectReply - 0 1"
+        ));
+        r.delivering = Some((0, None));
+        assert!(renders(&r, "7 active ConnSent siw0 - - - - 2 0 - - 0 1"));
+        r.role = Role::None;
+        r.state = State::Idle;
+        r.handler = crate::c_entry::iwcm_table_show as usize;
+        let mut buf = [0u8; 512];
+        let mut w = BufWriter(&mut buf, 0);
+        assert!(write_row(&mut w, &r).is_ok());
+        let n = w.1;
+        let line = core::str::from_utf8(&buf[..n]).unwrap_or("");
+        assert_eq!(line.split(' ').count(), 14);
+        assert!(line.starts_with("7 - Idle siw0 "));
+        assert!(line.contains(" iwcm_table_show[iw_cm] 0 1"));
+    }
 }

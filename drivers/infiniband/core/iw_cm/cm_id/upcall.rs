@@ -7,7 +7,21 @@
 use super::*;
 
 /// The kinds of event-content fault ([`Faults`] bits) already warned about.
-pub(super) static CONTENT_FAULTS_WARNED: AtomicU16 = AtomicU16::new(0);
+static CONTENT_FAULTS_WARNED: Atomic<u32> = Atomic::new(0);
+
+/// Marks the kinds of fault in `f` as warned about; returns whether one of
+/// them was not yet (`fetch_or`, which `kernel::sync::atomic` lacks).
+fn first_warning(f: Faults) -> bool {
+    let bits = u32::from(f.bits());
+    let mut old = CONTENT_FAULTS_WARNED.load(Relaxed);
+    while old & bits != bits {
+        match CONTENT_FAULTS_WARNED.cmpxchg(old, old | bits, Relaxed) {
+            Ok(_) => return true,
+            Err(now) => old = now,
+        }
+    }
+    false
+}
 
 /// The event type of a raw `iw_cm_event`, `None` for an unknown one.
 pub(super) fn kind_of(event: u32) -> Option<Kind> {
@@ -55,10 +69,26 @@ pub(super) fn report_event_faults(this: &CmId, src: &RawCmEvent, f: Faults, refu
         FaultLog::Info => say!(pr_info),
         FaultLog::Silent => {}
         FaultLog::Warn => {
-            if f.bits() & !CONTENT_FAULTS_WARNED.fetch_or(f.bits(), Ordering::Relaxed) != 0 {
+            if first_warning(f) {
                 say!(pr_warn);
             }
         }
+    }
+}
+
+/// The fields of provider event `src` (of type `kind`) that
+/// [`event_check::check`] judges.
+fn fields_of(src: &RawCmEvent, kind: Kind) -> event_check::Fields {
+    event_check::Fields {
+        kind,
+        status: src.status,
+        pdata_addr: src.private_data as usize,
+        pdata_len: src.private_data_len.into(),
+        ird: src.ird,
+        ord: src.ord,
+        local_family: sockaddr::family(&src.local_addr) as u16,
+        remote_family: sockaddr::family(&src.remote_addr) as u16,
+        provider_data: !src.provider_data.is_null(),
     }
 }
 
@@ -69,17 +99,7 @@ pub(super) fn check_and_copy(this: &CmId, src: &RawCmEvent) -> Result<(Checked, 
         report_event_faults(this, src, Faults::UNKNOWN_EVENT, true);
         return Err(EINVAL);
     };
-    let fields = event_check::Fields {
-        kind,
-        status: src.status,
-        pdata_addr: src.private_data as usize,
-        pdata_len: src.private_data_len.into(),
-        ird: src.ird,
-        ord: src.ord,
-        local_family: sockaddr::family(&src.local_addr) as u16,
-        remote_family: sockaddr::family(&src.remote_addr) as u16,
-        provider_data: !src.provider_data.is_null(),
-    };
+    let fields = fields_of(src, kind);
     let lim = event_check::Limits {
         max_rd_atom: this.dev_info.max_rd_atom,
     };
@@ -170,19 +190,8 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
     let src = unsafe { &*event };
     let is_request = kind_of(src.event) == Some(Kind::ConnectRequest);
     if is_request {
-        // A request that would be refused below anyway (the listener is
-        // being destroyed, or its backlog's slots are all taken) is
-        // refused before anything is copied or allocated for it (its
-        // private data, its child cm_id), which a connect flood on a full
-        // backlog would otherwise cost for each refused connection.  The
-        // state and the ring can change once the lock is dropped: the
-        // checks under the lock below decide.
-        let g = this.inner.lock();
-        if g.state == State::Destroying {
-            return ECONNABORTED.to_errno();
-        }
-        if g.events.is_full() {
-            return ENOMEM.to_errno();
+        if let Err(e) = admit_request(&this) {
+            return e.to_errno();
         }
     }
     let (checked, pdata) = match check_and_copy(&this, src) {
@@ -202,44 +211,84 @@ pub(super) unsafe extern "C" fn cm_event_handler(raw: *mut RawCmId, event: *mut 
     } else {
         None
     };
+    // Unless queued, `ev` is freed when the upcall returns, after the unlock.
     let mut ev = Some(Event::new(src, pdata, checked, child));
-    let (queued, no_slots, refused) = {
-        let mut g = this.inner.lock();
-        if g.state == State::Destroying {
-            // A request the listener will never deliver: refused, so
-            // that the provider releases it (siw_proc_mpareq drops its
-            // reference and the connection).  Other events after
-            // destroy are dropped, as iwcm.c's IWCM_F_DROP_EVENTS does;
-            // `ev` is freed after the unlock either way.
-            (true, false, is_request)
-        } else if g.events.push(&mut ev) {
-            g.queued += 1;
-            trace::iw_cm_event_queued(this.table_id.into(), src.event as i32, src.status);
-            (true, false, false)
-        } else {
-            (false, g.events.slots.is_empty(), false)
+    match queue_event(&this, &mut ev, src, is_request) {
+        Queued::Yes => {
+            CmId::kick(this);
+            0
         }
-    };
-    if refused {
-        return ECONNABORTED.to_errno();
+        Queued::Dropped => 0,
+        Queued::Refused => ECONNABORTED.to_errno(),
+        Queued::Full => ENOMEM.to_errno(),
+        Queued::NoSlots => {
+            // Slots are reserved by listen, connect and accept: a cm_id
+            // without any never gave the provider a reason to call it.
+            provider_fault!(
+                Some(&this.dev_info),
+                "provider event {} on a cm_id that is not connecting, accepting or listening\n",
+                src.event
+            );
+            EINVAL.to_errno()
+        }
     }
-    if no_slots {
-        // Slots are reserved by listen, connect and accept: a cm_id
-        // without any never gave the provider a reason to call it.
-        provider_fault!(
-            Some(&this.dev_info),
-            "provider event {} on a cm_id that is not connecting, accepting or listening\n",
-            src.event
-        );
-        return EINVAL.to_errno();
+}
+
+/// Refuses a CONNECT_REQUEST that would be refused when queued anyway
+/// (the listener is being destroyed, or its backlog's slots are all
+/// taken) before anything is copied or allocated for it (its private
+/// data, its child cm_id), which a connect flood on a full backlog would
+/// otherwise cost for each refused connection.  The state and the ring can
+/// change once the lock is dropped: [`queue_event`] decides.  Any context.
+fn admit_request(this: &CmId) -> Result {
+    let g = this.inner.lock();
+    if g.state == State::Destroying {
+        return Err(ECONNABORTED);
     }
-    if !queued {
-        return ENOMEM.to_errno();
+    if g.events.is_full() {
+        return Err(ENOMEM);
     }
-    if ev.is_none() {
-        CmId::kick(this);
+    Ok(())
+}
+
+/// What became of an event the upcall tried to queue ([`queue_event`]),
+/// which tells the upcall what to return.
+enum Queued {
+    /// In the ring: the upcall kicks the work item and returns 0.
+    Yes,
+    /// Not a request, on a cm_id being destroyed: dropped, as iwcm.c's
+    /// IWCM_F_DROP_EVENTS does; 0.
+    Dropped,
+    /// A request the listener will never deliver (it is being destroyed):
+    /// -ECONNABORTED, so that the provider releases it (siw_proc_mpareq
+    /// drops its reference and the connection).
+    Refused,
+    /// The ring is full: -ENOMEM (the provider rejects or drops).
+    Full,
+    /// The cm_id has no event slots: a provider fault, -EINVAL.
+    NoSlots,
+}
+
+/// Moves `*ev` (`src`'s copy; `is_request` for a CONNECT_REQUEST) into
+/// this cm_id's ring, under its lock.  Unless it was queued, `*ev` is left
+/// for the caller to free after the unlock.  Any context.
+fn queue_event(this: &CmId, ev: &mut Option<Event>, src: &RawCmEvent, is_request: bool) -> Queued {
+    let mut g = this.inner.lock();
+    if g.state == State::Destroying {
+        if is_request {
+            Queued::Refused
+        } else {
+            Queued::Dropped
+        }
+    } else if g.events.push(ev) {
+        g.queued += 1;
+        trace::iw_cm_event_queued(this.table_id.into(), src.event as i32, src.status);
+        Queued::Yes
+    } else if g.events.slots.is_empty() {
+        Queued::NoSlots
+    } else {
+        Queued::Full
     }
-    0
 }
 
 /// `cm_id->add_ref`: the provider takes a reference.  Any context.
@@ -254,7 +303,7 @@ pub(super) unsafe extern "C" fn cm_add_ref(raw: *mut RawCmId) {
     }
     // SAFETY: guaranteed by the caller.
     let b = unsafe { CmId::borrow(raw) };
-    b.provider_refs.fetch_add(1, Ordering::Relaxed);
+    b.provider_refs.add(1, Relaxed);
     let arc: Arc<CmId> = b.into();
     let _ = Arc::into_raw(arc);
 }
@@ -279,10 +328,7 @@ pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
     // still keeps the cm_id alive; after the last one it cannot help.
     // SAFETY: by the caller's contract the provider holds a reference.
     let b = unsafe { CmId::borrow(raw) };
-    let dec = b
-        .provider_refs
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-    if dec.is_err() {
+    if !put_provider_ref(&b) {
         provider_fault!(
             Some(&b.dev_info),
             "rem_ref without a matching add_ref: ignored\n"
@@ -291,4 +337,19 @@ pub(super) unsafe extern "C" fn cm_rem_ref(raw: *mut RawCmId) {
     }
     // SAFETY: the provider owned one reference taken with `add_ref`.
     drop(unsafe { CmId::from_raw_ref(raw) });
+}
+
+/// Takes one of the provider's references off `this.provider_refs`;
+/// returns false, changing nothing, when it holds none (a decrement that
+/// stops at zero: `fetch_update`, which `kernel::sync::atomic` lacks).
+/// Any context.
+fn put_provider_ref(this: &CmId) -> bool {
+    let mut n = this.provider_refs.load(Acquire);
+    while let Some(less) = n.checked_sub(1) {
+        match this.provider_refs.cmpxchg(n, less, Full) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+    false
 }
