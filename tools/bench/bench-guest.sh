@@ -420,6 +420,78 @@ irqsoff_stop() {
 	fi
 }
 
+# irqtask CASE CMD: the longest interrupts-off section of the task that
+# runs CMD (a shell string, run by a bash whose pid the trace follows),
+# from the irq_disable/irq_enable events (CONFIG_PREEMPTIRQ_TRACEPOINTS,
+# the irqsoff tracer's own hooks) filtered by set_event_pid: unlike
+# tracing_max_latency, which is the longest section of any task, timer and
+# kworker included, this is the longest one the caller's own work causes.
+# A section that an interrupt's entry began (caller irqentry_*) is the
+# interrupt's, not the task's: counted apart.  Results irqtask_CASE_us
+# (the longest task section, us), irqtask_CASE_irq_us (the longest
+# interrupt section in that task), irqtask_CASE_n (task sections seen);
+# "bench: irqtask" lines give the longest one's ends.  A ring buffer that
+# overran would leave sections out: then the case fails.
+irqtask() {
+	local c=$1 cmd=$2 t ev=$tr/events/preemptirq v us irq_us n b e
+	if [ ! -d $ev/irq_disable ]; then
+		fail "irqtask_${c}_us" "no preemptirq events (CONFIG_PREEMPTIRQ_TRACEPOINTS)"
+		return
+	fi
+	echo 0 > $tr/tracing_on
+	echo nop > $tr/current_tracer
+	echo 32768 > $tr/buffer_size_kb
+	: > $tr/trace
+	echo 1 > $ev/irq_disable/enable
+	echo 1 > $ev/irq_enable/enable
+	bash -c "echo \$\$ > $tr/set_event_pid && echo 1 > $tr/tracing_on && $cmd"
+	echo 0 > $tr/tracing_on
+	echo 0 > $ev/irq_disable/enable
+	echo 0 > $ev/irq_enable/enable
+	: > $tr/set_event_pid
+	t=$IWCM_TMP/irqtask-$c.trace
+	cat $tr/trace > "$t"
+	: > $tr/trace
+	[ -d /mnt/results ] && gzip -c "$t" > "/mnt/results/irqtask-$impl-$round-$c.trace.gz"
+	if grep -q "overrun: [1-9]" $tr/per_cpu/cpu*/stats; then
+		fail "irqtask_${c}_us" "the trace buffer overran: sections left out"
+		return
+	fi
+	# Per CPU: a disable opens a section, the next enable closes it.
+	v=$(awk '
+		/ irq_disable: / {
+			split($0, a, "]"); cpu = a[1]; sub(/.*\[/, "", cpu)
+			ts = $0; sub(/: irq_disable:.*/, "", ts); sub(/.* /, "", ts)
+			c = $0; sub(/.*caller=/, "", c); sub(/ .*/, "", c)
+			t0[cpu] = ts; by[cpu] = c; next
+		}
+		/ irq_enable: / {
+			split($0, a, "]"); cpu = a[1]; sub(/.*\[/, "", cpu)
+			if (!(cpu in t0)) next
+			ts = $0; sub(/: irq_enable:.*/, "", ts); sub(/.* /, "", ts)
+			e = $0; sub(/.*caller=/, "", e); sub(/ .*/, "", e)
+			d = (ts - t0[cpu]) * 1000000
+			if (by[cpu] ~ /^(irqentry|asm_|sysvec|__sysvec|exc_|common_interrupt)/) {
+				if (d > irq) irq = d
+			} else {
+				n++
+				if (d > mx) { mx = d; mb = by[cpu]; me = e }
+			}
+			delete t0[cpu]
+		}
+		END { printf "%d %d %d %s %s\n", mx + 0.5, irq + 0.5, n, (mb == "" ? "-" : mb), (me == "" ? "-" : me) }
+	' "$t")
+	read -r us irq_us n b e <<<"$v"
+	if [ "${n:-0}" -eq 0 ]; then
+		fail "irqtask_${c}_us" "no interrupts-off section of the task in the trace"
+		return
+	fi
+	result "irqtask_${c}_us" "$us"
+	result "irqtask_${c}_irq_us" "$irq_us"
+	result "irqtask_${c}_n" "$n"
+	echo "bench: irqtask $impl $c ${us} us (of $n task sections; interrupts' longest ${irq_us} us): began at $b, ended at $e"
+}
+
 # The irqsoff figures (trace kernel): N live cm_ids from iw_cm_scale, the
 # tracer armed around reads of iw_cm/cm_ids (ours), of /proc/slabinfo
 # (both) and around iw_cm_scale's churn (both).
@@ -452,6 +524,7 @@ bench_irqsoff() {
 		for _ in $(seq 1 "$irqsoff_reads"); do cat /sys/kernel/debug/iw_cm/cm_ids > /dev/null; done
 		echo "bench: irqsoff $irqsoff_reads reads of iw_cm/cm_ids in $(since "$t0") s"
 		irqsoff_stop table
+		irqtask table "exec cat /sys/kernel/debug/iw_cm/cm_ids > /dev/null"
 	fi
 	irqsoff_start
 	for _ in $(seq 1 "$irqsoff_reads"); do cat /proc/slabinfo > /dev/null; done
@@ -462,6 +535,7 @@ bench_irqsoff() {
 		fail irqsoff_churn_us "measure: $(grep '^error' "$sdir/result" | tail -n1)"
 	echo "bench: irqsoff churn ($irqsoff_samples samples) in $(since "$t0") s"
 	irqsoff_stop churn
+	irqtask churn "echo 'measure $irqsoff_samples' > $sdir/ctl"
 	echo teardown > "$sdir/ctl" || fail irqsoff "teardown: $(grep '^error' "$sdir/result" | tail -n1)"
 	rmmod iw_cm_scale || fail irqsoff "rmmod iw_cm_scale"
 }

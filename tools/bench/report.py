@@ -250,7 +250,45 @@ def irqsoff_table(vals):
             label, cell(us["c"]), cell(us["rust"]), ratio, frac(inn["c"]), frac(inn["rust"])))
     lines += ["", "The max sections' ends and stacks: the \"bench: irqsoff\" lines of vm-irqsoff.out;"
               " the traces: irqsoff-<impl>-<round>-<case>.trace in the boot's results folder.", ""]
+    lines += irqtask_table(vals, missing)
     return lines, missing
+
+
+def irqtask_table(vals, missing):
+    """The longest interrupts-off section of the task that drives each
+    case (irq_disable/irq_enable events filtered to its pid), interrupt
+    entries apart: what the reader or the churn itself causes."""
+    if not any(m.startswith("irqtask_") for m, _ in vals):
+        return []
+    lines = [
+        "### The driving task's own longest section (irq_disable/irq_enable events, set_event_pid)",
+        "",
+        "The same boot and population: the preemptirq trace events (the irqsoff tracer's hooks)"
+        " of the one task that reads iw_cm/cm_ids once, or writes iw_cm_scale's measure, paired"
+        " per CPU. Sections an interrupt's entry began are the interrupt's and are counted apart."
+        " Target for the table: at most 50 us.",
+        "",
+        "| case | C task max us: median (max) | Rust task max us: median (max) | Rust/C | interrupts' max us: C, Rust | task sections: C, Rust |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case, label, need in IRQSOFF_CASES:
+        if case == "slabinfo":
+            continue
+        us = {i: vals.get(("irqtask_%s_us" % case, i), []) for i in ("c", "rust")}
+        irq = {i: vals.get(("irqtask_%s_irq_us" % case, i), []) for i in ("c", "rust")}
+        n = {i: vals.get(("irqtask_%s_n" % case, i), []) for i in ("c", "rust")}
+        for i in need:
+            if not us[i]:
+                missing.append("irqtask_%s_us (%s)" % (case, i))
+        cell = lambda v: "%s (%s)" % (fmt(med(v)), fmt(max(v))) if v else "n/a"
+        one = lambda v: fmt(max(v)) if v else "n/a"
+        ratio = "%.2f" % (med(us["rust"]) / med(us["c"])) if (us["rust"] and us["c"] and med(us["c"])) else "n/a"
+        lines.append("| %s | %s | %s | %s | %s, %s | %s, %s |" % (
+            label, cell(us["c"]), cell(us["rust"]), ratio, one(irq["c"]), one(irq["rust"]),
+            one(n["c"]), one(n["rust"])))
+    lines += ["", "Each one's ends: the \"bench: irqtask\" lines of vm-irqsoff.out; the events:"
+              " irqtask-<impl>-<round>-<case>.trace.gz in the boot's results folder.", ""]
+    return lines
 
 
 def draw_scale(d, vals):
