@@ -427,13 +427,15 @@ irqsoff_stop() {
 # tracing_max_latency, which is the longest section of any task, timer and
 # kworker included, this is the longest one the caller's own work causes.
 # A section that an interrupt's entry began (caller irqentry_*) is the
-# interrupt's, not the task's: counted apart.  Results irqtask_CASE_us
+# interrupt's, not the task's: counted apart; one that __schedule began
+# is a context switch (interrupts go back on in finish_task_switch once
+# the task runs again, and the tasks in between are not traced): left out.  Results irqtask_CASE_us
 # (the longest task section, us), irqtask_CASE_irq_us (the longest
 # interrupt section in that task), irqtask_CASE_n (task sections seen);
 # "bench: irqtask" lines give the longest one's ends.  A ring buffer that
 # overran would leave sections out: then the case fails.
 irqtask() {
-	local c=$1 cmd=$2 t ev=$tr/events/preemptirq v us irq_us n b e
+	local c=$1 cmd=$2 t ev=$tr/events/preemptirq v us irq_us n p50 p99 p999 over b e
 	if [ ! -d $ev/irq_disable ]; then
 		fail "irqtask_${c}_us" "no preemptirq events (CONFIG_PREEMPTIRQ_TRACEPOINTS)"
 		return
@@ -458,7 +460,7 @@ irqtask() {
 		return
 	fi
 	# Per CPU: a disable opens a section, the next enable closes it.
-	v=$(awk '
+	v=$(awk -v durs="$t.durs" '
 		/ irq_disable: / {
 			split($0, a, "]"); cpu = a[1]; sub(/.*\[/, "", cpu)
 			ts = $0; sub(/: irq_disable:.*/, "", ts); sub(/.* /, "", ts)
@@ -471,25 +473,45 @@ irqtask() {
 			ts = $0; sub(/: irq_enable:.*/, "", ts); sub(/.* /, "", ts)
 			e = $0; sub(/.*caller=/, "", e); sub(/ .*/, "", e)
 			d = (ts - t0[cpu]) * 1000000
-			if (by[cpu] ~ /^(irqentry|asm_|sysvec|__sysvec|exc_|common_interrupt)/) {
+			if (by[cpu] ~ /^__schedule\+/) {
+				# A context switch: the task left the CPU with
+				# interrupts off and another one (not traced) ran
+				# until this task came back.
+				sw++
+			} else if (by[cpu] ~ /^(irqentry|asm_|sysvec|__sysvec|exc_|common_interrupt)/) {
 				if (d > irq) irq = d
 			} else {
 				n++
+				printf "%d\n", d + 0.5 > durs
+				if (d > 50) over++
 				if (d > mx) { mx = d; mb = by[cpu]; me = e }
 			}
 			delete t0[cpu]
 		}
-		END { printf "%d %d %d %s %s\n", mx + 0.5, irq + 0.5, n, (mb == "" ? "-" : mb), (me == "" ? "-" : me) }
+		END {
+			printf "%d %d %d %d %s %s\n", mx + 0.5, irq + 0.5, n, over,
+				(mb == "" ? "-" : mb), (me == "" ? "-" : me)
+		}
 	' "$t")
-	read -r us irq_us n b e <<<"$v"
+	read -r us irq_us n over b e <<<"$v"
 	if [ "${n:-0}" -eq 0 ]; then
 		fail "irqtask_${c}_us" "no interrupts-off section of the task in the trace"
 		return
 	fi
+	# The task sections' percentiles (nearest rank).
+	sort -n "$t.durs" > "$t.sorted" 2>/dev/null
+	p50=$(sed -n "$(( (n + 1) / 2 ))p" "$t.sorted")
+	p99=$(sed -n "$(( (n * 99 + 99) / 100 ))p" "$t.sorted")
+	p999=$(sed -n "$(( (n * 999 + 999) / 1000 ))p" "$t.sorted")
+	rm -f "$t.durs" "$t.sorted"
 	result "irqtask_${c}_us" "$us"
 	result "irqtask_${c}_irq_us" "$irq_us"
 	result "irqtask_${c}_n" "$n"
-	echo "bench: irqtask $impl $c ${us} us (of $n task sections; interrupts' longest ${irq_us} us): began at $b, ended at $e"
+	result "irqtask_${c}_p50_us" "$p50"
+	result "irqtask_${c}_p99_us" "$p99"
+	result "irqtask_${c}_p999_us" "$p999"
+	result "irqtask_${c}_over50" "$over"
+	echo "bench: irqtask $impl $c ${us} us (of $n task sections: p50 $p50, p99 $p99, p99.9 $p999 us, $over over 50 us; interrupts' longest ${irq_us} us): began at $b, ended at $e"
 }
 
 # The irqsoff figures (trace kernel): N live cm_ids from iw_cm_scale, the
@@ -529,6 +551,7 @@ bench_irqsoff() {
 	irqsoff_start
 	for _ in $(seq 1 "$irqsoff_reads"); do cat /proc/slabinfo > /dev/null; done
 	irqsoff_stop slabinfo
+	irqtask slabinfo "exec cat /proc/slabinfo > /dev/null"
 	irqsoff_start
 	t0=$(now)
 	echo "measure $irqsoff_samples" > "$sdir/ctl" ||
