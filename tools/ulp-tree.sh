@@ -10,14 +10,20 @@
 # repository's tracked files: $KCACHE/tree of the ULP kernel (rsync keeps
 # the times, make rebuilds what changed).  That copy's tools/vm/run.sh
 # boots the ULP kernel with its modules (tools/check.sh's ULP jobs).
+# The same for the trace flavour (IWCM_KFLAVOUR=trace: the irqsoff tracer,
+# make bench's irqsoff group): its own copy under its own $KCACHE.
 #
 #   tools/ulp-tree.sh        build what is missing; the copy's path is the
 #                            last line of the output
 #
-# Environment: as tools/kernel/env.sh (IWCM_CACHE, ...).
+# Environment: IWCM_KFLAVOUR=trace for the trace flavour (else ulp); as
+# tools/kernel/env.sh (IWCM_CACHE, ...).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-export IWCM_KFLAVOUR=ulp
+# (Any flavour but trace means ulp, as before: callers may have lean in
+# their environment.)
+[ "${IWCM_KFLAVOUR:-}" = trace ] || IWCM_KFLAVOUR=ulp
+export IWCM_KFLAVOUR
 # shellcheck source=/dev/null
 . "$top/tools/kernel/env.sh"
 
@@ -31,7 +37,7 @@ git -c safe.directory="$top" -C "$top" ls-files -z |
 t=$(date +%s)
 if ! make -C "$tree" modules siw rdma_cm > "$KCACHE/tree-build.log" 2>&1; then
 	tail -n 30 "$KCACHE/tree-build.log" >&2
-	echo "ulp-tree: module build against the ULP kernel failed ($KCACHE/tree-build.log)" >&2
+	echo "ulp-tree: module build against the $IWCM_KFLAVOUR kernel failed ($KCACHE/tree-build.log)" >&2
 	exit 1
 fi
 echo "ulp-tree: modules built against $KDIR in $(( $(date +%s) - t )) s" >&2

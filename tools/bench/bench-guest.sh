@@ -55,12 +55,35 @@
 #                         to the largest in one run; the module's own
 #                         context array is vmalloc'd, not slab)
 #   scale<N>_build_ms     time to grow the population to N (informative)
+#   irqsoff_table_us      the irqsoff tracer's tracing_max_latency (the
+#                         longest interrupts-off section, function-trace
+#                         off) while iw_cm/cm_ids is read in full
+#                         BENCH_IRQSOFF_READS times with N cm_ids alive
+#                         (iw_cm_scale, N = BENCH_IRQSOFF_IDS, 65536); ours
+#                         only (the C iw_cm has no table)
+#   irqsoff_slabinfo_us   the same while /proc/slabinfo is read as many
+#                         times (both columns: a file whose reader walks
+#                         the slab lists the N ids sit in under an irqsave
+#                         lock, the nearest counterpart the C iw_cm has)
+#   irqsoff_churn_us      the same during iw_cm_scale's measure (create,
+#                         connect, request, disconnect, destroy, listen,
+#                         BENCH_IRQSOFF_SAMPLES each) at N ids
+#   irqsoff_<case>_iwcm   1 when the max section starts or ends in, or its
+#                         stack passes through, an iw_cm function, else 0
+#                         (the section's ends and stack are printed as
+#                         "bench: irqsoff" lines; the trace is kept as
+#                         irqsoff-<impl>-<round>-<case>.trace in the
+#                         results share).  Needs the trace kernel
+#                         (IWCM_KFLAVOUR=trace: tools/bench/bench.sh boots
+#                         it for this group alone)
 #
 # Environment: BENCH_ROUNDS (5), BENCH_CMTIME ("10 100 500"),
 # BENCH_TEARDOWN ("8 32 64"), BENCH_MEM ("2 50 500" queues: 5, 101 and
 # 1001 cm_ids), BENCH_SCALE ("1000 10000 65536" cm_ids),
-# BENCH_SCALE_SAMPLES (1000), BENCH_SKIP (metric groups to leave out:
-# cmtime ucmatose send_lat teardown hol mem scale).
+# BENCH_SCALE_SAMPLES (1000), BENCH_IRQSOFF_IDS (65536),
+# BENCH_IRQSOFF_READS (3), BENCH_IRQSOFF_SAMPLES (200), BENCH_SKIP (metric
+# groups to leave out: cmtime ucmatose send_lat teardown hol mem scale
+# irqsoff).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -83,6 +106,10 @@ teardown_sizes=${BENCH_TEARDOWN:-8 32 64}
 mem_sizes=${BENCH_MEM:-2 50 500}
 scale_sizes=$(echo "${BENCH_SCALE:-1000 10000 65536}" | tr ' ' '\n' | sort -n | uniq | tr '\n' ' ')
 scale_samples=${BENCH_SCALE_SAMPLES:-1000}
+irqsoff_ids=${BENCH_IRQSOFF_IDS:-65536}
+irqsoff_reads=${BENCH_IRQSOFF_READS:-3}
+irqsoff_samples=${BENCH_IRQSOFF_SAMPLES:-200}
+tr=/sys/kernel/tracing
 skip=" ${BENCH_SKIP:-} "
 sample_ko=${SAMPLE_KO:-$top/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
 scale_ko=$top/tools/bench/iw_cm_scale/iw_cm_scale.ko
@@ -354,6 +381,188 @@ bench_scale() {
 	rmmod iw_cm_scale || fail scale "rmmod iw_cm_scale"
 }
 
+# irqsoff_start: the irqsoff tracer armed, its maximum reset.  The
+# function-trace option is off: with it every function called with
+# interrupts off is traced, which lengthens the very sections measured.
+irqsoff_start() {
+	echo 0 > $tr/tracing_on
+	echo irqsoff > $tr/current_tracer || echo "bench: irqsoff: cannot select the irqsoff tracer"
+	[ ! -e $tr/options/function-trace ] || echo 0 > $tr/options/function-trace
+	echo 0 > $tr/tracing_max_latency
+	echo 1 > $tr/tracing_on
+}
+
+# irqsoff_stop CASE: the tracer stopped; the maximum as irqsoff_CASE_us,
+# whether iw_cm is in that section as irqsoff_CASE_iwcm; the section's
+# ends and stack as "bench: irqsoff" lines, the trace into the results
+# share.
+irqsoff_stop() {
+	local c=$1 us t
+	echo 0 > $tr/tracing_on
+	us=$(cat $tr/tracing_max_latency)
+	t=$IWCM_TMP/irqsoff-$c.trace
+	cat $tr/trace > "$t"
+	echo nop > $tr/current_tracer
+	[ -d /mnt/results ] && cp "$t" "/mnt/results/irqsoff-$impl-$round-$c.trace"
+	case "$us" in
+	'' | *[!0-9]*) fail "irqsoff_${c}_us" "tracing_max_latency: '$us'"; return ;;
+	esac
+	result "irqsoff_${c}_us" "$us"
+	# "=> started at: X", "=> ended at: Y", then the stack ("=> fn").
+	sed -n 's/^#* *=> \(started at\|ended at\): */\1 /p' "$t" | while read -r l; do
+		echo "bench: irqsoff $impl $c ${us} us: $l"
+	done
+	echo "bench: irqsoff $impl $c stack: $(sed -n 's/^ *=> \([^:]*\)$/\1/p' "$t" | head -n 12 | tr '\n' ' ')"
+	if grep -E '=>' "$t" | grep -qE 'iw_cm|iwcm|iw_create_cm_id|iw_destroy_cm_id|cm_work_handler'; then
+		result "irqsoff_${c}_iwcm" 1
+	else
+		result "irqsoff_${c}_iwcm" 0
+	fi
+}
+
+# irqtask CASE CMD: the longest interrupts-off section of the task that
+# runs CMD (a shell string, run by a bash whose pid the trace follows),
+# from the irq_disable/irq_enable events (CONFIG_PREEMPTIRQ_TRACEPOINTS,
+# the irqsoff tracer's own hooks) filtered by set_event_pid: unlike
+# tracing_max_latency, which is the longest section of any task, timer and
+# kworker included, this is the longest one the caller's own work causes.
+# A section that an interrupt's entry began (caller irqentry_*) is the
+# interrupt's, not the task's: counted apart; one that __schedule began
+# is a context switch (interrupts go back on in finish_task_switch once
+# the task runs again, and the tasks in between are not traced): left out.  Results irqtask_CASE_us
+# (the longest task section, us), irqtask_CASE_irq_us (the longest
+# interrupt section in that task), irqtask_CASE_n (task sections seen);
+# "bench: irqtask" lines give the longest one's ends.  A ring buffer that
+# overran would leave sections out: then the case fails.
+irqtask() {
+	local c=$1 cmd=$2 t ev=$tr/events/preemptirq v us irq_us n p50 p99 p999 over b e
+	if [ ! -d $ev/irq_disable ]; then
+		fail "irqtask_${c}_us" "no preemptirq events (CONFIG_PREEMPTIRQ_TRACEPOINTS)"
+		return
+	fi
+	echo 0 > $tr/tracing_on
+	echo nop > $tr/current_tracer
+	echo 32768 > $tr/buffer_size_kb
+	: > $tr/trace
+	echo 1 > $ev/irq_disable/enable
+	echo 1 > $ev/irq_enable/enable
+	bash -c "echo \$\$ > $tr/set_event_pid && echo 1 > $tr/tracing_on && $cmd"
+	echo 0 > $tr/tracing_on
+	echo 0 > $ev/irq_disable/enable
+	echo 0 > $ev/irq_enable/enable
+	: > $tr/set_event_pid
+	t=$IWCM_TMP/irqtask-$c.trace
+	cat $tr/trace > "$t"
+	: > $tr/trace
+	[ -d /mnt/results ] && gzip -c "$t" > "/mnt/results/irqtask-$impl-$round-$c.trace.gz"
+	if grep -q "overrun: [1-9]" $tr/per_cpu/cpu*/stats; then
+		fail "irqtask_${c}_us" "the trace buffer overran: sections left out"
+		return
+	fi
+	# Per CPU: a disable opens a section, the next enable closes it.
+	v=$(awk -v durs="$t.durs" '
+		/ irq_disable: / {
+			split($0, a, "]"); cpu = a[1]; sub(/.*\[/, "", cpu)
+			ts = $0; sub(/: irq_disable:.*/, "", ts); sub(/.* /, "", ts)
+			c = $0; sub(/.*caller=/, "", c); sub(/ .*/, "", c)
+			t0[cpu] = ts; by[cpu] = c; next
+		}
+		/ irq_enable: / {
+			split($0, a, "]"); cpu = a[1]; sub(/.*\[/, "", cpu)
+			if (!(cpu in t0)) next
+			ts = $0; sub(/: irq_enable:.*/, "", ts); sub(/.* /, "", ts)
+			e = $0; sub(/.*caller=/, "", e); sub(/ .*/, "", e)
+			d = (ts - t0[cpu]) * 1000000
+			if (by[cpu] ~ /^__schedule\+/) {
+				# A context switch: the task left the CPU with
+				# interrupts off and another one (not traced) ran
+				# until this task came back.
+				sw++
+			} else if (by[cpu] ~ /^(irqentry|asm_|sysvec|__sysvec|exc_|common_interrupt)/) {
+				if (d > irq) irq = d
+			} else {
+				n++
+				printf "%d\n", d + 0.5 > durs
+				if (d > 50) over++
+				if (d > mx) { mx = d; mb = by[cpu]; me = e }
+			}
+			delete t0[cpu]
+		}
+		END {
+			printf "%d %d %d %d %s %s\n", mx + 0.5, irq + 0.5, n, over,
+				(mb == "" ? "-" : mb), (me == "" ? "-" : me)
+		}
+	' "$t")
+	read -r us irq_us n over b e <<<"$v"
+	if [ "${n:-0}" -eq 0 ]; then
+		fail "irqtask_${c}_us" "no interrupts-off section of the task in the trace"
+		return
+	fi
+	# The task sections' percentiles (nearest rank).
+	sort -n "$t.durs" > "$t.sorted" 2>/dev/null
+	p50=$(sed -n "$(( (n + 1) / 2 ))p" "$t.sorted")
+	p99=$(sed -n "$(( (n * 99 + 99) / 100 ))p" "$t.sorted")
+	p999=$(sed -n "$(( (n * 999 + 999) / 1000 ))p" "$t.sorted")
+	rm -f "$t.durs" "$t.sorted"
+	result "irqtask_${c}_us" "$us"
+	result "irqtask_${c}_irq_us" "$irq_us"
+	result "irqtask_${c}_n" "$n"
+	result "irqtask_${c}_p50_us" "$p50"
+	result "irqtask_${c}_p99_us" "$p99"
+	result "irqtask_${c}_p999_us" "$p999"
+	result "irqtask_${c}_over50" "$over"
+	echo "bench: irqtask $impl $c ${us} us (of $n task sections: p50 $p50, p99 $p99, p99.9 $p999 us, $over over 50 us; interrupts' longest ${irq_us} us): began at $b, ended at $e"
+}
+
+# The irqsoff figures (trace kernel): N live cm_ids from iw_cm_scale, the
+# tracer armed around reads of iw_cm/cm_ids (ours), of /proc/slabinfo
+# (both) and around iw_cm_scale's churn (both).
+bench_irqsoff() {
+	local sdir=/sys/kernel/debug/iw_cm_scale t0
+	# The VM's init mounts debugfs only.
+	[ -e $tr/available_tracers ] || mount -t tracefs nodev $tr 2>/dev/null
+	if ! grep -qw irqsoff $tr/available_tracers 2>/dev/null; then
+		fail irqsoff "no irqsoff tracer in this kernel (IWCM_KFLAVOUR=trace)"
+		return
+	fi
+	if ! insmod "$scale_ko" max_ids="$irqsoff_ids" 2>"$IWCM_TMP/scale.log"; then
+		fail irqsoff "insmod iw_cm_scale: $(tail -n1 "$IWCM_TMP/scale.log")"
+		return
+	fi
+	t0=$(now)
+	if ! echo "build $irqsoff_ids" > "$sdir/ctl"; then
+		fail irqsoff "build: $(grep '^error' "$sdir/result" | tail -n1)"
+		echo teardown > "$sdir/ctl"
+		rmmod iw_cm_scale
+		return
+	fi
+	echo "bench: irqsoff $irqsoff_ids cm_ids built in $(since "$t0") s"
+	if [ "$impl" = rust ]; then
+		local n
+		n=$(($(wc -l < /sys/kernel/debug/iw_cm/cm_ids)))
+		echo "bench: irqsoff iw_cm/cm_ids has $n lines"
+		irqsoff_start
+		t0=$(now)
+		for _ in $(seq 1 "$irqsoff_reads"); do cat /sys/kernel/debug/iw_cm/cm_ids > /dev/null; done
+		echo "bench: irqsoff $irqsoff_reads reads of iw_cm/cm_ids in $(since "$t0") s"
+		irqsoff_stop table
+		irqtask table "exec cat /sys/kernel/debug/iw_cm/cm_ids > /dev/null"
+	fi
+	irqsoff_start
+	for _ in $(seq 1 "$irqsoff_reads"); do cat /proc/slabinfo > /dev/null; done
+	irqsoff_stop slabinfo
+	irqtask slabinfo "exec cat /proc/slabinfo > /dev/null"
+	irqsoff_start
+	t0=$(now)
+	echo "measure $irqsoff_samples" > "$sdir/ctl" ||
+		fail irqsoff_churn_us "measure: $(grep '^error' "$sdir/result" | tail -n1)"
+	echo "bench: irqsoff churn ($irqsoff_samples samples) in $(since "$t0") s"
+	irqsoff_stop churn
+	irqtask churn "echo 'measure $irqsoff_samples' > $sdir/ctl"
+	echo teardown > "$sdir/ctl" || fail irqsoff "teardown: $(grep '^error' "$sdir/result" | tail -n1)"
+	rmmod iw_cm_scale || fail irqsoff "rmmod iw_cm_scale"
+}
+
 run_round() {
 	local n q
 	if ! load_stack; then
@@ -376,6 +585,7 @@ run_round() {
 		for q in $teardown_sizes; do bench_teardown "$q"; done
 	fi
 	wanted scale && bench_scale
+	wanted irqsoff && bench_irqsoff
 }
 
 echo "bench: kernel $(uname -r), $rounds ABBA rounds"

@@ -57,6 +57,15 @@ SCALE_OPS = [
 ]
 SCALE_RE = re.compile(r"^scale(\d+)_(.+)$")
 
+# The irqsoff group (trace kernel, second boot): irqsoff_<case>_us and
+# irqsoff_<case>_iwcm; (case, label, impls that must have it).
+IRQSOFF_CASES = [
+    ("table", "reading iw_cm/cm_ids in full (ours only: the C iw_cm has no table)", ("rust",)),
+    ("slabinfo", "reading /proc/slabinfo (the counterpart for both)", ("c", "rust")),
+    ("churn", "iw_cm_scale's create/connect/request/disconnect/destroy/listen churn", ("c", "rust")),
+]
+IRQSOFF_RE = re.compile(r"^irq(soff|task)_")
+
 
 def load(path):
     vals = {}
@@ -87,7 +96,7 @@ def main():
     d, rounds, vmrc = sys.argv[1], sys.argv[2], int(sys.argv[3])
     vals = load(os.path.join(d, "results.txt"))
     metrics = [m for m, _, _ in ORDER if (m, "c") in vals or (m, "rust") in vals]
-    metrics += sorted({m for m, _ in vals if not SCALE_RE.match(m)} - set(metrics))
+    metrics += sorted({m for m, _ in vals if not SCALE_RE.match(m) and not IRQSOFF_RE.match(m)} - set(metrics))
     rows = []
     missing = []
     for m in metrics:
@@ -108,9 +117,12 @@ def main():
         "Median of the rounds, spread as min-max; ratio = Rust median / C median"
         " (below 1: ours is faster or smaller).",
         "",
-        "| figure | unit | C median (min-max) | Rust median (min-max) | Rust/C | rounds C, Rust |",
-        "|---|---|---|---|---|---|",
     ]
+    if rows:
+        lines += [
+            "| figure | unit | C median (min-max) | Rust median (min-max) | Rust/C | rounds C, Rust |",
+            "|---|---|---|---|---|---|",
+        ]
     for m, c, r, mc, mr, ratio in rows:
         name, unit = label(m)
         spread = lambda v: "%s (%s-%s)" % (fmt(statistics.median(v)), fmt(min(v)), fmt(max(v))) if v else "n/a"
@@ -127,6 +139,9 @@ def main():
     scale_lines, scale_missing = scale_table(vals)
     lines += scale_lines
     missing += scale_missing
+    irq_lines, irq_missing = irqsoff_table(vals)
+    lines += irq_lines
+    missing += irq_missing
     plots = draw(d, rows)
     s = draw_scale(d, vals)
     if s:
@@ -198,6 +213,86 @@ def scale_table(vals):
                        for n in sizes)
     lines += ["", "Time to grow the population to N (batches of 64 connections): " + builds + ".", ""]
     return lines, missing
+
+
+def irqsoff_table(vals):
+    """The irqsoff table: the longest interrupts-off section (irqsoff
+    tracer, tracing_max_latency, us) per case and iw_cm, median and max of
+    the rounds, and in how many rounds an iw_cm function was in it."""
+    if not any(IRQSOFF_RE.match(m) for m, _ in vals):
+        return [], []
+    missing = []
+    lines = [
+        "## Longest interrupts-off section (irqsoff tracer, trace kernel)",
+        "",
+        "A second boot of the trace kernel (the lean kernel plus CONFIG_IRQSOFF_TRACER), both"
+        " iw_cms ABBA, with the population of tools/bench/iw_cm_scale/ alive (BENCH_IRQSOFF_IDS,"
+        " 65,536 by default); tracing_max_latency reset before each case, the tracer's"
+        " function-trace option off. Under TCG every figure is stretched (emulation,"
+        " KASAN, lockdep) and includes the timer and 9p interrupts' own irqs-off time:"
+        " compare the columns, not the absolute values with real hardware. Target for the"
+        " table: at most 50 us. \"iw_cm in it\": rounds whose max section began, ended or"
+        " had its stack in an iw_cm function / rounds.",
+        "",
+        "| case | C max irqs-off us: median (max) | Rust max irqs-off us: median (max) | Rust/C | iw_cm in it: C, Rust |",
+        "|---|---|---|---|---|",
+    ]
+    for case, label, need in IRQSOFF_CASES:
+        us = {i: vals.get(("irqsoff_%s_us" % case, i), []) for i in ("c", "rust")}
+        inn = {i: vals.get(("irqsoff_%s_iwcm" % case, i), []) for i in ("c", "rust")}
+        for i in need:
+            if not us[i]:
+                missing.append("irqsoff_%s_us (%s)" % (case, i))
+        cell = lambda v: "%s (%s)" % (fmt(med(v)), fmt(max(v))) if v else "n/a"
+        frac = lambda v: "%d/%d" % (sum(1 for x in v if x), len(v)) if v else "n/a"
+        ratio = "%.2f" % (med(us["rust"]) / med(us["c"])) if (us["rust"] and us["c"] and med(us["c"])) else "n/a"
+        lines.append("| %s | %s | %s | %s | %s, %s |" % (
+            label, cell(us["c"]), cell(us["rust"]), ratio, frac(inn["c"]), frac(inn["rust"])))
+    lines += ["", "The max sections' ends and stacks: the \"bench: irqsoff\" lines of vm-irqsoff.out;"
+              " the traces: irqsoff-<impl>-<round>-<case>.trace in the boot's results folder.", ""]
+    lines += irqtask_table(vals, missing)
+    return lines, missing
+
+
+def irqtask_table(vals, missing):
+    """The longest interrupts-off section of the task that drives each
+    case (irq_disable/irq_enable events filtered to its pid), interrupt
+    entries apart: what the reader or the churn itself causes."""
+    if not any(m.startswith("irqtask_") for m, _ in vals):
+        return []
+    lines = [
+        "### The driving task's own sections (irq_disable/irq_enable events, set_event_pid)",
+        "",
+        "The same boot and population: the preemptirq trace events (the irqsoff tracer's hooks)"
+        " of the one task that reads iw_cm/cm_ids once, or writes iw_cm_scale's measure, paired"
+        " per CPU. Sections an interrupt's entry began are the interrupt's and are counted apart;"
+        " context switches (begun in __schedule) are left out. Under TCG a section also lasts"
+        " while the host deschedules the vCPU's thread, which is what the tail shows in every row:"
+        " read the percentiles beside /proc/slabinfo's. Target for the table: at most 50 us.",
+        "",
+        "| case | C task sections us: p50 / p99 / p99.9 / max (> 50 us) | Rust task sections us: p50 / p99 / p99.9 / max (> 50 us) | Rust/C p99 | interrupts' max us: C, Rust | task sections: C, Rust |",
+        "|---|---|---|---|---|---|",
+    ]
+    get = lambda m, i: vals.get(("irqtask_%s" % m, i), [])
+    for case, label, need in IRQSOFF_CASES:
+        for i in need:
+            if not get(case + "_us", i):
+                missing.append("irqtask_%s_us (%s)" % (case, i))
+
+        def cell(i):
+            parts = [get(case + k, i) for k in ("_p50_us", "_p99_us", "_p999_us", "_us", "_over50")]
+            if not all(parts):
+                return "n/a"
+            return "%s / %s / %s / %s (%s)" % tuple(fmt(max(v)) for v in parts)
+        one = lambda v: fmt(max(v)) if v else "n/a"
+        p99 = {i: get(case + "_p99_us", i) for i in ("c", "rust")}
+        ratio = "%.2f" % (med(p99["rust"]) / med(p99["c"])) if (p99["rust"] and p99["c"] and med(p99["c"])) else "n/a"
+        lines.append("| %s | %s | %s | %s | %s, %s | %s, %s |" % (
+            label, cell("c"), cell("rust"), ratio, one(get(case + "_irq_us", "c")), one(get(case + "_irq_us", "rust")),
+            one(get(case + "_n", "c")), one(get(case + "_n", "rust"))))
+    lines += ["", "Each one's ends: the \"bench: irqtask\" lines of vm-irqsoff.out; the events:"
+              " irqtask-<impl>-<round>-<case>.trace.gz in the boot's results folder.", ""]
+    return lines
 
 
 def draw_scale(d, vals):

@@ -10,6 +10,9 @@
 #   ulp             lean plus tools/kernel/ulp.fragment: NFS/RDMA, SMB
 #                   Direct, iSER (the ULP selftests; tools/ulp-tree.sh
 #                   builds the modules for it in a copy of the repository)
+#   trace           lean plus tools/kernel/trace.fragment: the irqsoff
+#                   latency tracer, for make bench's irqsoff group
+#                   (tools/bench/bench.sh boots it in a second VM)
 
 IWCM_TOP=${IWCM_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 IWCM_CACHE=${IWCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iwcm}
@@ -18,7 +21,8 @@ IWCM_KFLAVOUR=${IWCM_KFLAVOUR:-lean}
 case "$IWCM_KFLAVOUR" in
 lean) FLAVOUR=lean-kasan ;;
 ulp) FLAVOUR=lean-kasan-ulp ;;
-*) echo "env.sh: IWCM_KFLAVOUR must be lean or ulp, not '$IWCM_KFLAVOUR'" >&2; return 1 2>/dev/null || exit 1 ;;
+trace) FLAVOUR=lean-kasan-trace ;;
+*) echo "env.sh: IWCM_KFLAVOUR must be lean, ulp or trace, not '$IWCM_KFLAVOUR'" >&2; return 1 2>/dev/null || exit 1 ;;
 esac
 LLVM_SUFFIX=${LLVM_SUFFIX:--19}
 RUSTC_BIN=${RUSTC_BIN:-/usr/bin/rustc}
@@ -30,6 +34,7 @@ iwcm_fragments() {
 	echo "$IWCM_TOP/tools/kernel/base.fragment"
 	echo "$IWCM_TOP/tools/kernel/config.fragment"
 	[ "$IWCM_KFLAVOUR" != ulp ] || echo "$IWCM_TOP/tools/kernel/ulp.fragment"
+	[ "$IWCM_KFLAVOUR" != trace ] || echo "$IWCM_TOP/tools/kernel/trace.fragment"
 }
 
 iwcm_kernel_key() {
