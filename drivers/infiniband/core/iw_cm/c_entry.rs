@@ -27,11 +27,10 @@ use kernel::sync::{Arc, ArcBorrow};
 /// this module hands out is one: [`CmId`]'s invariants); it need not be
 /// live for the arithmetic.
 unsafe fn cm_id_ptr(raw: *mut RawCmId) -> *const CmId {
-    // SAFETY: by the caller's guarantee `raw` is at `CmId::RAW_OFFSET` in
-    // a `CmId`, so stepping back to the container stays inside that
-    // allocation.  (`SharedCmId`, the field's type, is `repr(transparent)`
-    // over `Opaque<iw_cm_id>`, which is `repr(transparent)` over
-    // `iw_cm_id`.)
+    // (`SharedCmId`, the field's type, is `repr(transparent)` over
+    // `Opaque<iw_cm_id>`, itself `repr(transparent)` over `iw_cm_id`.)
+    // SAFETY: by the caller's guarantee `raw` is at `CmId::RAW_OFFSET` in a
+    // `CmId`: stepping back to the container stays inside that allocation.
     unsafe { raw.byte_sub(CmId::RAW_OFFSET).cast::<CmId>() }
 }
 

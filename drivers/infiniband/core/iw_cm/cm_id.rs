@@ -547,16 +547,16 @@ impl CmId {
             kernel::warn_on!(true);
             return None;
         }
-        // SAFETY: this thread delivers this cm_id's events, one at a time
-        // (`delivering`), or the cm_id is destroyed and nothing delivers:
-        // no one else writes the addresses or `mapped` for the call.  The
-        // ULP set them before its listen or connect call and does not write
-        // them again (a failed connect's ULP learns of it only from this
-        // delivery's handler call, after `f`); the provider never does;
-        // iw_cm writes them in listen/connect before the provider has the
-        // cm_id (done: the provider sent the event, or the ULP destroyed the
-        // cm_id) and in a CONNECT_REPLY delivery, which is this thread's or
-        // over.  A destroyed cm_id's are never written again.
+        // Who writes the addresses: the ULP before its listen or connect
+        // call, never again (a failed connect's ULP learns of it only from
+        // this delivery's handler call, after `f`); never the provider;
+        // iw_cm in listen/connect before the provider has the cm_id (done:
+        // the provider sent the event, or the ULP destroyed the cm_id) and
+        // in a CONNECT_REPLY delivery, this thread's or over.  A destroyed
+        // cm_id's are never written again.
+        // SAFETY: this thread delivers this cm_id's events (`delivering`),
+        // or it is destroyed and nothing delivers: by the above no one else
+        // writes the addresses or `mapped` during the call.
         Some(f(unsafe { Fields::assume(&self.raw) }))
     }
 
