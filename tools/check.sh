@@ -362,13 +362,16 @@ suite() {
 # (rping, disconnect and reject semantics, the killed listener, the
 # hostile MPA peers with the test siw: the C iw_cm must turn each into
 # the error event the Rust one gives; the connect flood, each request
-# served or refused: IWCM_QUICK=1 trims it to 2000 requests).  The rest
+# served or refused: IWCM_QUICK=1 trims it to 2000 requests; the held
+# table, 1000 connections then the device removed under them: its delete
+# time beside ours).  The rest
 # (siw_bringup, accept_race, ucmatose, cmtime, rdma_server_client,
 # perftest, kill_teardown, provider_load, module_unload and the nvme-rdma
 # unplug) run with the C iw_cm under `make check-all`.
-c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh killed_listener.sh connect_flood.sh}
+c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh killed_listener.sh connect_flood.sh hold_scale.sh}
 # Our selftests CI runs every time (one boot): the connection paths, the
-# hostile MPA peers, races and unplugs, the observability, rmmod racing
+# hostile MPA peers, races and unplugs, the held table (hold_scale:
+# 1000 connections, 4000 under check-all), the observability, rmmod racing
 # siw's last reference (unload_race).  make check-all runs the whole
 # collection (adding module_unload, siw bring-up, ucmatose,
 # cmtime, rdma_server/client, perftest, kill-while-data-flows and iw_cxgb4
@@ -378,8 +381,8 @@ c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hosti
 # against upstream siw (issue 10: ours survives what oopses the C iw_cm);
 # upstream siw's BH-unsafe sk_callback_lock primes lockdep against the
 # tests after it, so none comes after it (make check-all: a boot of its own).
-rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh accept_race.sh disconnect.sh reject_listener.sh hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh connect_flood.sh stuck_handler.sh trace_events.sh unload_race.sh hostile_peer_upstream.sh}
-rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh connect_flood.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
+rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh accept_race.sh disconnect.sh reject_listener.sh hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh connect_flood.sh hold_scale.sh stuck_handler.sh trace_events.sh unload_race.sh hostile_peer_upstream.sh}
+rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh connect_flood.sh hold_scale.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
 rust_tests_b=${IWCM_CHECK_RUST_TESTS_B:-siw_bringup.sh rping.sh accept_race.sh ucmatose.sh cmtime.sh rdma_server_client.sh perftest.sh kill_teardown.sh disconnect.sh reject_listener.sh provider_load.sh}
 
 job_suite_c_ci() {

@@ -708,10 +708,10 @@ iwcm_fail_or_siw_xfail() {
 	fi
 }
 # iwcm_siw_key_exhausted FILE...: the processes' logs show a CQ or QP
-# creation refused (cmtime, ucmatose): upstream siw's mmap key
+# creation refused (cmtime, ucmatose, rdma_disc): upstream siw's mmap key
 # SIW_INVAL_UOBJ_KEY (the 145th mapped queue of a process, about 72 QPs or
 # 36 ucmatose connections; tools/testing/siw/0001).
-IWCM_SIW_KEY_RE='failure creating qp|unable to create (CQ|QP)'
+IWCM_SIW_KEY_RE='failure creating qp|unable to create (CQ|QP)|FAIL: rdma_create_qp: Cannot allocate memory'
 iwcm_siw_key_exhausted() { cat "$@" 2>/dev/null | grep -qE "$IWCM_SIW_KEY_RE"; }
 # iwcm_upstream_siw_splats: with upstream siw, are all the kernel's reports
 # since setup those of upstream siw faults that a tools/testing/siw patch

@@ -35,6 +35,18 @@
  *                   (the first request may take 10 times -t to come);
  *                   prints the counts.  For connect_flood.sh, against raw TCP
  *                   MPA peers (mpa_peer.py flood).
+ *   hold            -n connections set up (the client with -P in flight at
+ *                   once; the server listens with backlog -b) and kept; each
+ *                   side prints "held N connection(s)" once all are
+ *                   ESTABLISHED, then waits with no time limit for the
+ *                   device's removal: every DEVICE_REMOVAL (or, for a
+ *                   connection whose peer went first, DISCONNECTED) is
+ *                   acked and its QP and id destroyed, as a ULP does; once
+ *                   every id is gone the process exits 0, which releases
+ *                   its verbs context (siw has no disassociate_ucontext:
+ *                   `rdma link delete` waits for that).  The QPs share one
+ *                   CQ per process, so a process holds no file per id.
+ *                   For hold_scale.sh.
  *
  * Usage:
  *   rdma_disc -s -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K] [-t MS] [-b BACKLOG]
@@ -55,7 +67,8 @@
 
 #include <rdma/rdma_cma.h>
 
-enum mode { M_BOTH, M_AFTER, M_REJECT, M_DESTROY_REQ, M_DESTROY_LISTEN, M_FLOOD };
+enum mode { M_BOTH, M_AFTER, M_REJECT, M_DESTROY_REQ, M_DESTROY_LISTEN, M_FLOOD,
+	    M_HOLD };
 
 static const char *const mode_names[] = {
 	[M_BOTH] = "both",
@@ -64,6 +77,7 @@ static const char *const mode_names[] = {
 	[M_DESTROY_REQ] = "destroy-req",
 	[M_DESTROY_LISTEN] = "destroy-listen",
 	[M_FLOOD] = "flood",
+	[M_HOLD] = "hold",
 };
 
 static const char *role = "?";
@@ -209,6 +223,74 @@ static void disconnect(struct rdma_cm_id *id, const char *what)
 		fail("%s: rdma_disconnect returned %s", what, strerror(errno));
 }
 
+/* ------------------------------------------------------------------ hold */
+
+/* Mode hold: one CQ for every QP of the process (created on the device of
+ * the first id that needs a QP). */
+static struct ibv_cq *hold_cq;
+
+static void hold_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	if (!hold_cq) {
+		hold_cq = ibv_create_cq(id->verbs, 2 * count + 16, NULL, NULL, 0);
+		if (!hold_cq)
+			fail("ibv_create_cq(%d): %s", 2 * count + 16,
+			     strerror(errno));
+	}
+	attr.send_cq = hold_cq;
+	attr.recv_cq = hold_cq;
+	if (rdma_create_qp(id, NULL, &attr))
+		fail("rdma_create_qp: %s", strerror(errno));
+}
+
+/*
+ * All connections held: wait for the device's removal and destroy each id
+ * as its DEVICE_REMOVAL (or its peer's DISCONNECTED) comes, @ids of them
+ * in all (the connections and, on the server, the listener).
+ */
+static int hold_until_removal(int ids)
+{
+	int removals = 0, disconnects = 0;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	enum rdma_cm_event_type type;
+	uint64_t t0 = 0;
+
+	while (removals + disconnects < ids) {
+		ev = get_event(t0 ? timeout_ms : -1);
+		if (!ev)
+			fail("removal: %d of %d ids still without an event after %d ms",
+			     ids - removals - disconnects, ids, timeout_ms);
+		id = ev->id;
+		type = ev->event;
+		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+			if (!t0) {
+				t0 = now_ns();
+				note("DEVICE_REMOVAL: destroying %d id(s)", ids);
+			}
+			removals++;
+		} else if (type == RDMA_CM_EVENT_DISCONNECTED) {
+			disconnects++;
+		} else {
+			fail("hold: unexpected %s (status %d)",
+			     rdma_event_str(type), ev->status);
+		}
+		ack(ev);
+		destroy(id);
+	}
+	if (hold_cq && ibv_destroy_cq(hold_cq))
+		fail("ibv_destroy_cq: %s", strerror(errno));
+	note("OK: removal: %d DEVICE_REMOVAL, %d DISCONNECTED, every id destroyed in %" PRIu64 " ms",
+	     removals, disconnects, (now_ns() - t0) / 1000000);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- server */
 
 /* Mode flood: requests until -t ms pass without an event (see the top). */
@@ -280,6 +362,48 @@ static int server_flood(struct rdma_cm_id *listen_id)
 	return 0;
 }
 
+/* Mode hold, server: accept -n connections and keep them (see the top). */
+static int server_hold(struct rdma_cm_id *listen_id)
+{
+	struct rdma_conn_param param = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+	};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	int held = 0;
+
+	/* The client may take long to start: the first request may take 10
+	 * times -t. */
+	while (held < count) {
+		ev = get_event(held ? timeout_ms : 10 * timeout_ms);
+		if (!ev)
+			fail("hold: no event within %d ms (%d of %d held)",
+			     timeout_ms, held, count);
+		id = ev->id;
+		switch (ev->event) {
+		case RDMA_CM_EVENT_CONNECT_REQUEST:
+			if (ev->listen_id != listen_id)
+				fail("hold: request not on the listen id");
+			ack(ev);
+			hold_qp(id);
+			if (rdma_accept(id, &param))
+				fail("hold: rdma_accept: %s", strerror(errno));
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			ack(ev);
+			if (++held % 1000 == 0 && held < count)
+				note("%d held", held);
+			break;
+		default:
+			fail("hold: unexpected %s (status %d) with %d held",
+			     rdma_event_str(ev->event), ev->status, held);
+		}
+	}
+	note("held %d connection(s)", held);
+	return hold_until_removal(held + 1);
+}
+
 static int server(void)
 {
 	struct rdma_cm_id *listen_id, *id;
@@ -299,6 +423,8 @@ static int server(void)
 	     backlog);
 	if (mode == M_FLOOD)
 		return server_flood(listen_id);
+	if (mode == M_HOLD)
+		return server_hold(listen_id);
 
 	for (i = 0; i < n; i++) {
 		snprintf(what, sizeof(what), "request %d", i);
@@ -538,13 +664,60 @@ static int client_refused(void)
 	return 0;
 }
 
+/* Mode hold, client: -n connections, -P in flight at once, kept. */
+static int client_hold(void)
+{
+	struct rdma_conn_param param = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+	};
+	int started = 0, inflight = 0, held = 0;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	while (held < count) {
+		for (; inflight < parallel && started < count; started++, inflight++)
+			start_connect(NULL);
+		ev = get_event(timeout_ms);
+		if (!ev)
+			fail("hold: %d attempt(s) got no answer within %d ms (%d of %d held)",
+			     inflight, timeout_ms, held, count);
+		id = ev->id;
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ADDR_RESOLVED:
+			ack(ev);
+			if (rdma_resolve_route(id, 2000))
+				fail("rdma_resolve_route: %s", strerror(errno));
+			break;
+		case RDMA_CM_EVENT_ROUTE_RESOLVED:
+			ack(ev);
+			hold_qp(id);
+			if (rdma_connect(id, &param))
+				fail("hold: rdma_connect: %s", strerror(errno));
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			ack(ev);
+			inflight--;
+			if (++held % 1000 == 0 && held < count)
+				note("%d held", held);
+			break;
+		default:
+			fail("hold: unexpected %s (status %d) with %d held",
+			     rdma_event_str(ev->event), ev->status, held);
+		}
+	}
+	note("held %d connection(s)", held);
+	return hold_until_removal(held);
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s -s|-c -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K]\n"
 		"          [-P PARALLEL] [-t TIMEOUT_MS] [-l LEAD_MS] [-L LINGER_MS]\n"
 		"          [-b BACKLOG]\n"
-		"modes: both after reject destroy-req destroy-listen flood (-s)\n", argv0);
+		"modes: both after reject destroy-req destroy-listen flood (-s) hold\n", argv0);
 	exit(2);
 }
 
@@ -599,6 +772,8 @@ int main(int argc, char **argv)
 		ret = server();
 	else if (mode == M_BOTH || mode == M_AFTER)
 		ret = client_disc();
+	else if (mode == M_HOLD)
+		ret = client_hold();
 	else
 		ret = client_refused();
 

@@ -1,0 +1,168 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# A real cm_id table: as many siw connections as the test VM holds, set up
+# and kept at once (rdma_disc -m hold: one server process, one client
+# process with 16 connection attempts in flight, one CQ per process), then
+# the table read in a loop and the device removed under them.
+#
+#   1. every connection ESTABLISHED on both sides (the set-up time logged);
+#   2. rdma_cm's own count (rdma resource show cm_id) is 2N+1: N active, N
+#      passive, the listener;
+#   3. (Rust iw_cm) iw_cm/count and iw_cm/cm_ids agree with it: the count
+#      line is the baseline plus 2N+1 and each read lists exactly that many
+#      rows, well formed (IWCM_HOLD_READS reads, each timed); the C iw_cm
+#      has no table: SKIP;
+#   4. `rdma link delete` with every connection up returns 0, bounded (its
+#      time logged: the figure make bench's scale table asks for);
+#   5. both processes saw DEVICE_REMOVAL (or the peer's DISCONNECTED) for
+#      each of their ids, destroyed each and exited 0 by themselves -- siw
+#      has no disassociate_ucontext, so the delete waits for them;
+#   then the leak checks and the splat check of every test.
+#
+# Environment: IWCM_HOLD_COUNT (connections; default 4000, 1000 under
+# IWCM_QUICK=1), IWCM_HOLD_READS (table reads, default 5), IWCM_HOLD_SETUP_S
+# (the set-up's bound, default 900 s).
+#
+# The upstream siw refuses a process's QPs from the 145th on (its mmap key
+# runs out): XFAIL naming tools/testing/siw/0001.
+. "$(dirname "$0")/lib.sh"
+
+RDMA_DISC=$(dirname "$0")/rdma_disc
+TABLE=/sys/kernel/debug/iw_cm/cm_ids
+PORT=7481
+
+iwcm_init hold_scale 6
+iwcm_setup_or_bail
+
+if [ -n "${IWCM_HOLD_COUNT:-}" ]; then
+	n=$IWCM_HOLD_COUNT
+else
+	iwcm_quick n 4000 1000 "connections held:"
+fi
+reads=${IWCM_HOLD_READS:-5}
+setup_s=${IWCM_HOLD_SETUP_S:-900}
+want=$((2 * n + 1))
+
+# held LOG: the process said it holds every connection.
+held() { grep -q "held $n connection" "$1"; }
+both_held() { held "$IWCM_TMP/srv.log" && held "$IWCM_TMP/cli.log"; }
+# A process that exited before holding (its FAIL line says why).
+gave_up() { iwcm_exited "$srv" || iwcm_exited "$cli"; }
+
+# 1. Set up and hold.
+iwcm_spawn srv "$IWCM_TMP/srv.log" "$RDMA_DISC" -s -a "$IWCM_ADDR" -p $PORT -m hold \
+	-n "$n" -b 1024 -t 60000
+iwcm_wait_listen $PORT
+t0=$SECONDS
+iwcm_spawn cli "$IWCM_TMP/cli.log" "$RDMA_DISC" -c -a "$IWCM_ADDR" -p $PORT -m hold \
+	-n "$n" -P 16 -t 60000
+next=$((SECONDS + 30))
+while ! both_held && ! gave_up && [ $((SECONDS - t0)) -lt "$setup_s" ]; do
+	sleep 1
+	if [ "$SECONDS" -ge "$next" ]; then
+		iwcm_log "$((SECONDS - t0)) s: $(grep -h ' held$' "$IWCM_TMP/cli.log" | tail -n 1 |
+			sed 's/.*: //') (client), rdma_cm ids $(iwcm_dev_cm_ids | wc -l)"
+		next=$((SECONDS + 30))
+	fi
+done
+setup_time=$((SECONDS - t0))
+what="$n connections held (set up in $setup_time s, bound $setup_s s)"
+if both_held; then
+	ktap_test_pass "$what"
+	ok=1
+else
+	ok=0
+	iwcm_show_log "$IWCM_TMP/srv.log" 5
+	iwcm_show_log "$IWCM_TMP/cli.log" 5
+	if iwcm_siw_key_exhausted "$IWCM_TMP/srv.log" "$IWCM_TMP/cli.log"; then
+		iwcm_fail_or_siw_xfail 0001 "$what" \
+			"QP creation refused (the 145th mmap key is SIW_INVAL_UOBJ_KEY)"
+	else
+		ktap_test_fail "$what"
+	fi
+fi
+
+# 2. rdma_cm's count.
+if [ $ok = 1 ]; then
+	got=$(iwcm_dev_cm_ids | wc -l)
+	iwcm_check "rdma_cm ids on $IWCM_RDEV: $got, want $want" [ "$got" -eq "$want" ]
+else
+	ktap_test_skip "rdma_cm ids on $IWCM_RDEV: the connections were not all held"
+fi
+
+# 3. The table, read in a loop while nothing comes or goes.
+# table_read: "OK count rows" or "BAD why" for one read.
+table_read() {
+	awk -v want="$1" '
+		NR == 1 { count = $1 + 0; if ($0 !~ /^[0-9]+$/) bad = "count line \"" $0 "\""; next }
+		NR == 2 { next }
+		{
+			rows++
+			if (NF != 14) bad = "row with " NF " fields: " $0
+			if (seen[$1]++) bad = "duplicate id " $1
+		}
+		END {
+			if (count != want) bad = bad " count " count ", want " want
+			if (rows != count) bad = bad " rows " rows " vs count " count
+			if (bad != "") print "BAD" bad; else print "OK " count " " rows
+		}' "$TABLE"
+}
+if [ "$IWCM_IMPL" != rust ] || [ ! -r "$TABLE" ]; then
+	ktap_test_skip "iw_cm/cm_ids read $reads times: the C iw_cm has no cm_id table"
+elif [ $ok = 0 ]; then
+	ktap_test_skip "iw_cm/cm_ids read $reads times: the connections were not all held"
+else
+	twant=$((IWCM_CMIDS_BASE + want))
+	bad=0 times=
+	for i in $(seq "$reads"); do
+		r0=$(__iwcm_now)
+		v=$(table_read "$twant")
+		dt=$(__iwcm_elapsed "$r0")
+		times="$times $dt"
+		case $v in OK*) ;; *) bad=$((bad + 1)); iwcm_log "read $i: $v" ;; esac
+	done
+	iwcm_log "iw_cm/count $(iwcm_cm_ids); read times (s):$times"
+	iwcm_check "iw_cm/cm_ids read $reads times at $twant cm_ids: $bad bad (count line and rows $twant each)" \
+		[ $bad -eq 0 ]
+fi
+
+# 4./5. The device removed under every connection.  The processes end
+# themselves on DEVICE_REMOVAL; a process still there after the bound is
+# killed (a failure) so that the delete can finish.
+if iwcm_exited "$srv" || iwcm_exited "$cli"; then
+	iwcm_log "a process already exited before the delete"
+fi
+d0=$(__iwcm_now)
+timeout -k 10 600 rdma link delete "$IWCM_RDEV" >"$IWCM_TMP/delete.log" 2>&1 &
+del=$!
+iwcm_wait "$del" 600
+drc=$?
+del_time=$(__iwcm_elapsed "$d0")
+exited=1
+iwcm_wait "$srv" 60; src=$?
+iwcm_wait "$cli" 60; crc=$?
+if [ $src -eq 124 ] || [ $crc -eq 124 ]; then
+	exited=0
+	iwcm_diag "rdma_disc still running 60 s after the delete"
+	iwcm_stop_all
+	iwcm_wait "$del" 120
+	drc=$?
+fi
+iwcm_show_log "$IWCM_TMP/delete.log" 5
+iwcm_log "rdma link delete at $want rdma_cm ids: $del_time s (status $drc)"
+iwcm_check "rdma link delete with $n connections up: status $drc in $del_time s (bound 600 s)" [ $drc -eq 0 ]
+grep -h "removal" "$IWCM_TMP/srv.log" "$IWCM_TMP/cli.log" | while IFS= read -r l; do iwcm_log "$l"; done
+removal_ok() {
+	[ $exited = 1 ] && [ $src -eq 0 ] && [ $crc -eq 0 ] &&
+		grep -q "OK: removal" "$IWCM_TMP/srv.log" && grep -q "OK: removal" "$IWCM_TMP/cli.log"
+}
+if [ $ok = 1 ]; then
+	iwcm_check "both processes destroyed every id on DEVICE_REMOVAL and exited 0 (server $src, client $crc)" \
+		removal_ok
+else
+	ktap_test_skip "processes ended on DEVICE_REMOVAL: the connections were not all held"
+fi
+iwcm_show_log "$IWCM_TMP/srv.log" 3
+iwcm_show_log "$IWCM_TMP/cli.log" 3
+iwcm_finish
