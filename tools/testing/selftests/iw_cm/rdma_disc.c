@@ -249,12 +249,23 @@ static void hold_qp(struct rdma_cm_id *id)
 		fail("rdma_create_qp: %s", strerror(errno));
 }
 
+/* Mode hold, setting up: @ev must be an ESTABLISHED, one more held. */
+static void hold_established(struct rdma_cm_event *ev, int *held)
+{
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
+		fail("hold: unexpected %s (status %d) with %d held",
+		     rdma_event_str(ev->event), ev->status, *held);
+	ack(ev);
+	if (++*held % 1000 == 0 && *held < count)
+		note("%d held", *held);
+}
+
 /*
- * All connections held: wait for the device's removal and destroy each id
- * as its DEVICE_REMOVAL (or its peer's DISCONNECTED) comes, @ids of them
- * in all (the connections and, on the server, the listener).
+ * All @held connections held: wait for the device's removal and destroy
+ * each id as its DEVICE_REMOVAL (or its peer's DISCONNECTED) comes, @ids
+ * of them in all (the connections and, on the server, the listener).
  */
-static int hold_until_removal(int ids)
+static int hold_until_removal(int held, int ids)
 {
 	int removals = 0, disconnects = 0;
 	struct rdma_cm_event *ev;
@@ -262,6 +273,7 @@ static int hold_until_removal(int ids)
 	enum rdma_cm_event_type type;
 	uint64_t t0 = 0;
 
+	note("held %d connection(s)", held);
 	while (removals + disconnects < ids) {
 		ev = get_event(t0 ? timeout_ms : -1);
 		if (!ev)
@@ -390,18 +402,11 @@ static int server_hold(struct rdma_cm_id *listen_id)
 			if (rdma_accept(id, &param))
 				fail("hold: rdma_accept: %s", strerror(errno));
 			break;
-		case RDMA_CM_EVENT_ESTABLISHED:
-			ack(ev);
-			if (++held % 1000 == 0 && held < count)
-				note("%d held", held);
-			break;
 		default:
-			fail("hold: unexpected %s (status %d) with %d held",
-			     rdma_event_str(ev->event), ev->status, held);
+			hold_established(ev, &held);
 		}
 	}
-	note("held %d connection(s)", held);
-	return hold_until_removal(held + 1);
+	return hold_until_removal(held, held + 1);
 }
 
 static int server(void)
@@ -696,19 +701,12 @@ static int client_hold(void)
 			if (rdma_connect(id, &param))
 				fail("hold: rdma_connect: %s", strerror(errno));
 			break;
-		case RDMA_CM_EVENT_ESTABLISHED:
-			ack(ev);
-			inflight--;
-			if (++held % 1000 == 0 && held < count)
-				note("%d held", held);
-			break;
 		default:
-			fail("hold: unexpected %s (status %d) with %d held",
-			     rdma_event_str(ev->event), ev->status, held);
+			hold_established(ev, &held);
+			inflight--;
 		}
 	}
-	note("held %d connection(s)", held);
-	return hold_until_removal(held);
+	return hold_until_removal(held, held);
 }
 
 static void usage(const char *argv0)
