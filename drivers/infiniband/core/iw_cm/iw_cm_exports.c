@@ -555,24 +555,31 @@ EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_expect_faults);
 /*
  * The numbers from FROM on reserved in the table with no cm_id at them
  * (zero entries: a reservation of a cm_id being created, or the keeper):
- * how many, the highest into *LAST (0: none), and the bits of a number
- * that index a leaf (XA_CHUNK_SHIFT) into *LEAF_SHIFT.  Walks the table
- * with its lock held (interrupts off): for the KUnit suite only.
+ * how many, the lowest and the highest into *FIRST and *LAST (0: none),
+ * the keeper wherever it is into *KEEPER (0: none), and the bits of a
+ * number that index a leaf (XA_CHUNK_SHIFT) into *LEAF_SHIFT.  Walks the
+ * table with its lock held (interrupts off): for the KUnit suite only.
  */
-size_t iwcm_kunit_ids_reserved(u32 from, u32 *last, u32 *leaf_shift)
+size_t iwcm_kunit_ids_reserved(u32 from, u32 *first, u32 *last, u32 *keeper,
+			       u32 *leaf_shift);
+size_t iwcm_kunit_ids_reserved(u32 from, u32 *first, u32 *last, u32 *keeper,
+			       u32 *leaf_shift)
 {
 	XA_STATE(xas, &iwcm_ids, from);
 	unsigned long flags;
 	size_t n = 0;
 	void *entry;
 
+	*first = 0;
 	*last = 0;
 	*leaf_shift = XA_CHUNK_SHIFT;
 	xas_lock_irqsave(&xas, flags);
+	*keeper = iwcm_ids_keeper;
 	/* Unlike xa_for_each, the xas walk returns zero entries. */
 	xas_for_each(&xas, entry, U32_MAX) {
 		if (xa_is_zero(entry)) {
-			n++;
+			if (!n++)
+				*first = xas.xa_index;
 			*last = xas.xa_index;
 		}
 	}

@@ -70,7 +70,13 @@ pub(crate) mod iface {
             slots: *mut usize,
             cap: usize,
         ) -> usize;
-        fn iwcm_kunit_ids_reserved(from: u32, last: *mut u32, leaf_shift: *mut u32) -> usize;
+        fn iwcm_kunit_ids_reserved(
+            from: u32,
+            first: *mut u32,
+            last: *mut u32,
+            keeper: *mut u32,
+            leaf_shift: *mut u32,
+        ) -> usize;
     }
 
     /// Live cm_ids of iw_cm.ko, on every device (the suite runs in a boot
@@ -173,8 +179,12 @@ pub(crate) mod iface {
     pub(crate) struct Reserved {
         /// How many.
         pub(crate) count: usize,
+        /// The lowest (0: none).
+        pub(crate) first: u32,
         /// The highest (0: none).
         pub(crate) last: u32,
+        /// The number kept to keep its leaf, wherever it is (0: none).
+        pub(crate) keeper: u32,
         /// The bits of a number that index within one leaf of the table.
         pub(crate) leaf_shift: u32,
     }
@@ -182,12 +192,16 @@ pub(crate) mod iface {
     /// What the table holds reserved with no cm_id now, at numbers from
     /// `from` on.  Walks the table with its lock held.
     pub(crate) fn ids_reserved(from: u32) -> Reserved {
-        let (mut last, mut leaf_shift) = (0, 0);
-        // SAFETY: both pointers are to locals, valid for the call.
-        let count = unsafe { iwcm_kunit_ids_reserved(from, &mut last, &mut leaf_shift) };
+        let (mut first, mut last, mut keeper, mut leaf_shift) = (0, 0, 0, 0);
+        // SAFETY: the pointers are to locals, valid for the call.
+        let count = unsafe {
+            iwcm_kunit_ids_reserved(from, &mut first, &mut last, &mut keeper, &mut leaf_shift)
+        };
         Reserved {
             count,
+            first,
             last,
+            keeper,
             leaf_shift,
         }
     }

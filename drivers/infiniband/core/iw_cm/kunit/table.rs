@@ -302,8 +302,8 @@ pub(super) fn churn_keeps_at_most_one_number_reserved() -> Result {
     let base = iface::live();
     let before = iface::ids_reserved(0);
     kernel::kunit::info(format_args!(
-        "    # churn_keeps_at_most_one_number_reserved: {} numbers reserved with no cm_id before the churn (highest {}), {} cm_ids live\n",
-        before.count, before.last, base
+        "    # churn_keeps_at_most_one_number_reserved: {} numbers reserved with no cm_id before the churn (lowest {}, highest {}, keeper {}), {} cm_ids live\n",
+        before.count, before.first, before.last, before.keeper, base
     ));
     let shift = before.leaf_shift;
     let leaf = 1usize << shift;
