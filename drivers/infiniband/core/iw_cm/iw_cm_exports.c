@@ -553,7 +553,7 @@ EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_settled);
 EXPORT_SYMBOL_IF_KUNIT(iwcm_kunit_expect_faults);
 
 /*
- * The numbers from FROM on reserved in the table with no cm_id at them
+ * The numbers from FROM (at least 1) on reserved in the table with no cm_id at them
  * (zero entries: a reservation of a cm_id being created, or the keeper):
  * how many, the lowest and the highest into *FIRST and *LAST (0: none),
  * the keeper wherever it is into *KEEPER (0: none), and the bits of a
@@ -565,7 +565,11 @@ size_t iwcm_kunit_ids_reserved(u32 from, u32 *first, u32 *last, u32 *keeper,
 size_t iwcm_kunit_ids_reserved(u32 from, u32 *first, u32 *last, u32 *keeper,
 			       u32 *leaf_shift)
 {
-	XA_STATE(xas, &iwcm_ids, from);
+	/*
+	 * Not index 0: an XA_FLAGS_ALLOC1 array keeps a zero entry of its
+	 * own there (XA_FLAGS_ZERO_BUSY), never a number of ours.
+	 */
+	XA_STATE(xas, &iwcm_ids, max(from, 1U));
 	unsigned long flags;
 	size_t n = 0;
 	void *entry;
