@@ -6,7 +6,10 @@
 # process with 16 connection attempts in flight, one CQ per process), then
 # the table read in a loop and the device removed under them.
 #
-#   1. every connection ESTABLISHED on both sides (the set-up time logged);
+#   1. every connection ESTABLISHED on both sides (the set-up time logged;
+#      a connect refused with EADDRINUSE -- siw binds the port rdma_cm chose,
+#      which an earlier test's TCP socket in TIME_WAIT may hold, seen after
+#      connect_flood.sh -- is retried with a new id and counted);
 #   2. rdma_cm's own count (rdma resource show cm_id) is 2N+1: N active, N
 #      passive, the listener;
 #   3. (Rust iw_cm) iw_cm/count and iw_cm/cm_ids agree with it: the count

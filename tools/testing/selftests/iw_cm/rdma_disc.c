@@ -39,7 +39,9 @@
  *                   once; the server listens with backlog -b) and kept; each
  *                   side prints "held N connection(s)" once all are
  *                   ESTABLISHED, then keeps them until it is killed,
- *                   logging any event that comes meanwhile.  The QPs
+ *                   logging any event that comes meanwhile.  A connect
+ *                   refused with EADDRINUSE (the port rdma_cm chose is
+ *                   held by another TCP socket) is retried with a new id.  The QPs
  *                   share one CQ per process, so a process holds no file
  *                   per id.  For hold_scale.sh.
  *
@@ -649,7 +651,7 @@ static int client_hold(void)
 		.initiator_depth = 1,
 		.retry_count = 7,
 	};
-	int started = 0, inflight = 0, held = 0;
+	int started = 0, inflight = 0, held = 0, in_use = 0;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
 
@@ -670,14 +672,28 @@ static int client_hold(void)
 		case RDMA_CM_EVENT_ROUTE_RESOLVED:
 			ack(ev);
 			hold_qp(id);
-			if (rdma_connect(id, &param))
+			if (!rdma_connect(id, &param))
+				break;
+			/*
+			 * siw binds its TCP socket to the port rdma_cm chose
+			 * for the id, which rdma_cm does not check against
+			 * TCP's own sockets: one of an earlier test's in
+			 * TIME_WAIT refuses it.  Again, with another id.
+			 */
+			if (errno != EADDRINUSE || ++in_use > count)
 				fail("hold: rdma_connect: %s", strerror(errno));
+			destroy(id);
+			inflight--;
+			started--;
 			break;
 		default:
 			hold_established(ev, &held);
 			inflight--;
 		}
 	}
+	if (in_use)
+		note("%d rdma_connect(s) refused with EADDRINUSE, retried with another id",
+		     in_use);
 	hold_forever(held);
 }
 
