@@ -48,6 +48,8 @@
 # the exit status is 0 only when nothing failed and at least one VM suite ran.
 #
 # Environment: IWCM_CHECK_SUITE_TIMEOUT (guest watchdog per suite, s),
+# IWCM_CHECK_ULP_TIMEOUT and IWCM_CHECK_ULP_TEST_TIMEOUT (a ULP boot's and
+# each ULP test's bound, s: 1800, 600),
 # IWCM_CHECK_LANES, IWCM_CHECK_VM_SMP, IWCM_CHECK_KUNIT_SMP (vCPUs of the
 # KUnit boot, default 2), IWCM_CHECK_RUST_TESTS_A/_B,
 # IWCM_CHECK_C_TESTS (the C iw_cm selftests of `make check`),
@@ -426,7 +428,14 @@ ulp_suite() {	# ulp_suite IMPL TESTS
 		record fail "ULP selftests ($1): no ULP kernel and modules (tools/ulp-tree.sh failed above)"
 		return
 	fi
-	vm_top=$ulp_tree IWCM_KFLAVOUR=ulp suite "$1" "ulp-$1" "$2"
+	# Bounds that a ULP hung in the kernel cannot stretch: 600 s a test
+	# (each takes 2-3 minutes under TCG; the test's own bounds leave a
+	# task in D state behind, logged, rather than wait for it) and
+	# 1800 s the boot, so that one hang costs the check minutes, not
+	# the rest of CI's time.
+	local suite_timeout=${IWCM_CHECK_ULP_TIMEOUT:-1800}
+	vm_top=$ulp_tree IWCM_KFLAVOUR=ulp IWCM_TEST_TIMEOUT=${IWCM_CHECK_ULP_TEST_TIMEOUT:-600} \
+		suite "$1" "ulp-$1" "$2"
 }
 job_ulp_rust() { ulp_suite rust "$ulp_tests"; }
 job_ulp_c() { ulp_suite c "$ulp_tests_c"; }

@@ -493,7 +493,7 @@ iwcm_teardown() {
 	local rc=0
 	iwcm_stop_all
 	if iwcm_link_up; then
-		timeout 60 rdma link delete "$IWCM_RDEV"
+		iwcm_bounded 60 rdma link delete "$IWCM_RDEV"
 		rc=$?
 		[ $rc -eq 0 ] || iwcm_log "teardown: rdma link delete $IWCM_RDEV failed or hung (status $rc)"
 	fi
@@ -567,6 +567,41 @@ iwcm_wait() {
 	wait "$pid" 2>/dev/null
 }
 
+# iwcm_bounded SECONDS CMD...: CMD's status, with a bound that holds even
+# when CMD sleeps uninterruptibly in the kernel (an `rdma link delete` or
+# an umount that a ULP blocks: no signal ends it, and `timeout` would wait
+# for it for ever, and the kselftest runner with it).  CMD runs in the
+# background with its output in a file (copied to ours once it ends): at
+# SECONDS it is logged with its kernel stack and the tasks in D state,
+# then sent SIGTERM, and SIGKILL 5 s later; if it is still there 5 s
+# after that it is left behind.  The status is then 124.
+iwcm_bounded() {
+	local secs=$1 out pid rc
+	shift
+	out=$(mktemp "${IWCM_TMP:-/tmp}/bounded.XXXXXX")
+	"$@" >"$out" 2>&1 &
+	pid=$!
+	iwcm_wait "$pid" "$secs"
+	rc=$?
+	if [ $rc -eq 124 ]; then
+		{
+			iwcm_log "$*: still running after $secs s (pid $pid, $(grep '^State:' "/proc/$pid/status" 2>/dev/null | tr -s '\t ' ' '), wchan $(cat "/proc/$pid/wchan" 2>/dev/null)):"
+			timeout 5 sed 's/^/    /' "/proc/$pid/stack" 2>/dev/null |
+				while IFS= read -r l; do iwcm_log "$l"; done
+			__iwcm_dump_tasks
+		} >&2
+		kill -TERM "$pid" 2>/dev/null
+		if [ "$(iwcm_wait "$pid" 5; echo $?)" = 124 ]; then
+			kill -KILL "$pid" 2>/dev/null
+			[ "$(iwcm_wait "$pid" 5; echo $?)" != 124 ] ||
+				iwcm_log "$*: pid $pid left behind, unkillable" >&2
+		fi
+	fi
+	cat "$out"
+	rm -f "$out"
+	return $rc
+}
+
 # iwcm_wait_for SECONDS CMD...: poll CMD until it succeeds (every 0.1 s);
 # non-zero after SECONDS of wall-clock time (a deadline, not a number of
 # polls: under TCG with busy vCPUs one poll can take a second).
@@ -625,12 +660,24 @@ iwcm_rping_ok() {
 	[ $ok -eq 1 ]
 }
 
-# iwcm_stop_all: SIGKILL every process we started that still runs, reap it.
+# iwcm_stop_all: SIGKILL every process we started that still runs, reap
+# it; one that SIGKILL does not end in 10 s (asleep uninterruptibly in the
+# kernel: a ULP's I/O on a hung transport) is logged with its kernel stack
+# and left behind, never waited for.
 iwcm_stop_all() {
 	local p
 	for p in "${IWCM_PIDS[@]}"; do
 		if ! iwcm_exited "$p"; then
 			kill -9 "$p" 2>/dev/null
+			iwcm_wait "$p" 10 >/dev/null 2>&1
+			if [ $? -eq 124 ]; then
+				{
+					iwcm_log "pid $p ($(cat "/proc/$p/comm" 2>/dev/null)) survives SIGKILL for 10 s ($(grep '^State:' "/proc/$p/status" 2>/dev/null | tr -s '\t ' ' ')): left behind; its kernel stack:"
+					timeout 5 sed 's/^/    /' "/proc/$p/stack" 2>/dev/null |
+						while IFS= read -r l; do iwcm_log "$l"; done
+				} >&2
+				continue
+			fi
 		fi
 		wait "$p" 2>/dev/null
 	done

@@ -48,8 +48,8 @@ nfsd_start() {
 }
 
 nfsd_stop() {
-	timeout -k 5 60 rpc.nfsd 0
-	timeout -k 5 30 exportfs -ua
+	iwcm_bounded 60 rpc.nfsd 0
+	iwcm_bounded 30 exportfs -ua
 	pkill -x rpc.mountd
 	pkill -x rpcbind
 	umount "$export_dir" 2>/dev/null

@@ -50,7 +50,7 @@ else
 	for i in 1 2 3; do ktap_test_skip "not run: no controller"; done
 fi
 
-timeout -k 5 60 nvme disconnect -n "$NQN" >/dev/null 2>&1
+iwcm_bounded 60 nvme disconnect -n "$NQN" >/dev/null 2>&1
 iwcm_wait_for 30 bash -c '! ls /sys/class/nvme/ 2>/dev/null | grep -q .'
 iwcm_nvmet_cleanup "$NQN"
 modprobe -r nvme-rdma nvmet-rdma nvmet null_blk 2>/dev/null

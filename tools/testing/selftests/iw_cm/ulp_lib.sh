@@ -57,14 +57,14 @@ ulp_report() {
 	iwcm_log "$IWCM_NAME report (iw_cm $IWCM_IMPL): ${ULP_REPORT[*]}"
 }
 
-# ulp_timed VAR SECONDS CMD...: CMD bounded by SECONDS (then killed);
+# ulp_timed VAR SECONDS CMD...: CMD bounded by SECONDS (iwcm_bounded);
 # its wall time in VAR; its status.
 ulp_timed() {
 	# (Locals named apart from any caller's VAR: printf -v would set ours.)
 	local __ut_var=$1 __ut_limit=$2 __ut_t0 __ut_rc
 	shift 2
 	__ut_t0=$(__iwcm_now)
-	timeout -k 5 "$__ut_limit" "$@"
+	iwcm_bounded "$__ut_limit" "$@"
 	__ut_rc=$?
 	printf -v "$__ut_var" '%s' "$(__iwcm_elapsed "$__ut_t0")"
 	return $__ut_rc
@@ -187,15 +187,15 @@ ulp_readback() {
 	local t=$1 ref=$IWCM_TMP/readback.ref
 	[ -s "$ref" ] || head -c 8M /dev/urandom > "$ref"
 	if [ -b "$t" ]; then
-		timeout -k 5 60 dd if="$ref" of="$t" bs=1M seek=64 oflag=direct conv=fsync status=none || return 1
-		timeout -k 5 60 dd if="$t" of="$IWCM_TMP/readback.got" bs=1M skip=64 count=8 iflag=direct status=none || return 1
+		iwcm_bounded 60 dd if="$ref" of="$t" bs=1M seek=64 oflag=direct conv=fsync status=none || return 1
+		iwcm_bounded 60 dd if="$t" of="$IWCM_TMP/readback.got" bs=1M skip=64 count=8 iflag=direct status=none || return 1
 		cmp -s "$ref" "$IWCM_TMP/readback.got"
 		return
 	fi
-	timeout -k 5 60 rm -f "$t/readback" 2>/dev/null
-	timeout -k 5 60 dd if="$ref" of="$t/readback" bs=1M conv=fsync status=none || return 1
+	iwcm_bounded 60 rm -f "$t/readback" 2>/dev/null
+	iwcm_bounded 60 dd if="$ref" of="$t/readback" bs=1M conv=fsync status=none || return 1
 	echo 3 > /proc/sys/vm/drop_caches
-	timeout -k 5 60 cmp -s "$ref" "$t/readback"
+	iwcm_bounded 60 cmp -s "$ref" "$t/readback"
 }
 
 # ulp_recovered MNT WHAT [KEY]: the ULP came back once the link did
