@@ -68,8 +68,16 @@ pin() {
 		iwcm_log "round $r: rmmod rdma_ucm rdma_cm: $(cat "$IWCM_TMP/rmmod-rdma-$r.log")"
 	fi
 	n=$(iwcm_cm_ids)
+	pin_t0=$t0
 	iwcm_log "round $r, attempt $a: rdma_cm gone $(__iwcm_elapsed "$t0") s after the MPA request, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
 }
+
+# The seconds of siw's MPA timeout (10 s from the MPA request) that may be
+# gone when the refused rmmod is tried: past them siw may drop its
+# reference between the count and the rmmod, and a rmmod that goes
+# through then says nothing of iw_cm.
+PIN_MAX_AGE=7
+pin_young() { awk -v a="$(__iwcm_elapsed "$pin_t0")" -v m=$PIN_MAX_AGE 'BEGIN { exit !(a < m) }'; }
 
 # round R: one pinned cm_id, then the rmmod race.
 round() {
@@ -77,13 +85,20 @@ round() {
 	# The window is siw's MPA timeout (10 s) less the set-up after the
 	# MPA request; a loaded VM can spend it all (CI once saw 0 cm_ids
 	# when rdma_cm was gone).  A missed window says nothing of iw_cm:
-	# the attempt is made again, three times at most, and a round that
-	# never gets its pinned cm_id fails below.
-	for a in 1 2 3; do
+	# the attempt is made again, five times at most, and a round that
+	# never gets its pinned cm_id fails below.  An attempt whose pin came
+	# late in siw's timeout (pin_young) is made again too.
+	for a in 1 2 3 4 5; do
 		pin "$r" "$a"
 		in_lsmod rdma_cm && break
-		[ "${n:-0}" -gt 0 ] && break
-		iwcm_log "round $r, attempt $a: siw let the cm_id go before rdma_cm was unloaded (a slow VM): again"
+		if [ "${n:-0}" -gt 0 ] && pin_young; then
+			break
+		elif [ "${n:-0}" -gt 0 ]; then
+			iwcm_log "round $r, attempt $a: $(__iwcm_elapsed "$pin_t0") s of siw's 10 s MPA timeout gone already (a slow VM; at most $PIN_MAX_AGE s): again"
+		else
+			iwcm_log "round $r, attempt $a: siw let the cm_id go before rdma_cm was unloaded (a slow VM): again"
+		fi
+		[ "$a" -lt 5 ] || { n=0; break; }
 		iwcm_stop_all
 		modprobe rdma_cm && modprobe rdma_ucm
 	done
