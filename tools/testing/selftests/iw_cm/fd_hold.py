@@ -3,6 +3,7 @@
 """Hold a copy of another process's RDMA verbs file descriptors.
 
   fd_hold.py PID [PATTERN]
+  fd_hold.py --exec LOG CMD [ARG...]
 
 Duplicates (pidfd_getfd(2), as root) every file descriptor of PID whose
 /proc link contains PATTERN (default "uverbs"), prints "held N", and keeps
@@ -10,10 +11,17 @@ them until it is killed.  PID's verbs device may be opened later: it
 polls for up to 20 s.  While it holds
 them, the verbs objects of PID (its QPs) outlive PID: unload_race.sh uses
 it to keep a cm_id referenced by the provider after rdma_cm is gone.
+
+With --exec it starts CMD itself (output to LOG) once Python is up, and
+prints "spawned PID at T" (T: the wall-clock time of the start, as
+`date +%s.%N` gives it) before it holds PID's verbs files: under TCG
+Python takes seconds to start, which would otherwise come after the
+client's connection request and eat into the provider's timeout.
 """
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -21,8 +29,17 @@ SYS_pidfd_getfd = {"x86_64": 438, "aarch64": 438}.get(os.uname().machine, 438)
 
 
 def main():
-    pid = int(sys.argv[1])
-    pattern = sys.argv[2] if len(sys.argv) > 2 else "uverbs"
+    pattern = "uverbs"
+    if sys.argv[1] == "--exec":
+        with open(sys.argv[2], "wb") as log:
+            t = time.time()
+            pid = subprocess.Popen(sys.argv[3:], stdin=subprocess.DEVNULL,
+                                   stdout=log, stderr=log).pid
+        print("spawned %d at %.3f" % (pid, t), flush=True)
+    else:
+        pid = int(sys.argv[1])
+        if len(sys.argv) > 2:
+            pattern = sys.argv[2]
     libc = ctypes.CDLL(None, use_errno=True)
     pidfd = os.pidfd_open(pid)
     held = []

@@ -45,39 +45,47 @@ in_lsmod() { grep -q "^$1 " /proc/modules; }
 refcnt() { cat /sys/module/iw_cm/refcnt 2>/dev/null; }
 
 # pin R A: attempt A of round R at one cm_id that only siw holds, with
-# rdma_cm and rdma_ucm unloaded; sets n (the live cm_ids then).
+# rdma_cm and rdma_ucm unloaded; sets n (the live cm_ids then) and pin_t0
+# (when the client was started: siw's MPA timeout runs from its MPA
+# request, which comes after).
 pin() {
-	local r=$1 a=$2 peer cli hold plog clog t0
+	local r=$1 a=$2 peer hold plog clog hlog sp
+	cli=
 	PORT=$((PORT + 1))
 	plog=$IWCM_TMP/peer-$r.$a.log
 	clog=$IWCM_TMP/rping-$r.$a.log
+	hlog=$IWCM_TMP/hold-$r.$a.log
 	iwcm_spawn peer "$plog" python3 "$PEER" server silence "$IWCM_ADDR" $PORT --timeout 40
 	iwcm_wait_for 60 iwcm_log_has "$plog" "listening on" || iwcm_log "round $r: mpa_peer.py did not start in 60 s"
-	iwcm_spawn cli "$clog" rping -c -a "$IWCM_ADDR" -p $PORT -C 1 -v
-	# The holder starts with the client (python is slow to start under
-	# TCG; siw's MPA timeout is 10 s from the MPA request).
-	iwcm_spawn hold "$IWCM_TMP/hold-$r.$a.log" python3 "$HOLD" "$cli"
-	# Connected at TCP level, MPA request sent: siw holds the cm_id.
-	iwcm_wait_for 10 iwcm_log_has "$plog" "connection from" || iwcm_log "round $r: no connection at the peer"
-	t0=$(__iwcm_now)
-	iwcm_wait_for 10 iwcm_log_has "$IWCM_TMP/hold-$r.$a.log" "^held [1-9]" ||
-		iwcm_log "round $r: fd_hold.py: $(cat "$IWCM_TMP/hold-$r.$a.log")"
-	kill -9 "$cli" 2>/dev/null
-	iwcm_wait "$cli" 10 >/dev/null
+	# The holder starts the client once Python is up (seconds under
+	# TCG, which must not come out of siw's 10 s) and takes its verbs
+	# files.
+	iwcm_spawn hold "$hlog" python3 "$HOLD" --exec "$clog" rping -c -a "$IWCM_ADDR" -p $PORT -C 1 -v
+	iwcm_wait_for 30 iwcm_log_has "$hlog" "^spawned [0-9]+ at " || iwcm_log "round $r: fd_hold.py: $(cat "$hlog")"
+	sp=$(sed -n 's/^spawned \([0-9]*\) at \([0-9.]*\)$/\1 \2/p' "$hlog")
+	cli=${sp% *}
+	pin_t0=${sp#* }
+	# Connected at TCP level (siw sends its MPA request as soon as the
+	# connection is up: it holds the cm_id from then on), verbs files held.
+	iwcm_wait_for 10 bash -c "ss -Htn state established '( dport = :$PORT )' | grep -q ." ||
+		iwcm_log "round $r: no connection to the peer"
+	iwcm_wait_for 10 iwcm_log_has "$hlog" "^held [1-9]" ||
+		iwcm_log "round $r: fd_hold.py: $(cat "$hlog")"
+	[ -n "$cli" ] && kill -9 "$cli" 2>/dev/null
+	[ -n "$cli" ] && iwcm_wait "$cli" 10 >/dev/null
 	if ! rmmod rdma_ucm rdma_cm 2>"$IWCM_TMP/rmmod-rdma-$r.log"; then
 		iwcm_log "round $r: rmmod rdma_ucm rdma_cm: $(cat "$IWCM_TMP/rmmod-rdma-$r.log")"
 	fi
 	n=$(iwcm_cm_ids)
-	pin_t0=$t0
-	iwcm_log "round $r, attempt $a: rdma_cm gone $(__iwcm_elapsed "$t0") s after the MPA request, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
+	iwcm_log "round $r, attempt $a: rdma_cm gone $(__iwcm_elapsed "${pin_t0:-0}") s after the client's start, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
 }
 
-# The seconds of siw's MPA timeout (10 s from the MPA request) that may be
-# gone when the refused rmmod is tried: past them siw may drop its
-# reference between the count and the rmmod, and a rmmod that goes
-# through then says nothing of iw_cm.
-PIN_MAX_AGE=7
-pin_young() { awk -v a="$(__iwcm_elapsed "$pin_t0")" -v m=$PIN_MAX_AGE 'BEGIN { exit !(a < m) }'; }
+# The seconds of siw's MPA timeout (10 s from the MPA request, which comes
+# after the client's start) that may be gone when the refused rmmod is
+# tried: past them siw may drop its reference between the count and the
+# rmmod, and a rmmod that goes through then says nothing of iw_cm.
+PIN_MAX_AGE=9
+pin_young() { awk -v a="$(__iwcm_elapsed "${pin_t0:-0}")" -v m=$PIN_MAX_AGE 'BEGIN { exit !(a < m) }'; }
 
 # round R: one pinned cm_id, then the rmmod race.
 round() {
