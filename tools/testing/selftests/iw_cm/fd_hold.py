@@ -3,7 +3,7 @@
 """Hold a copy of another process's RDMA verbs file descriptors.
 
   fd_hold.py PID [PATTERN]
-  fd_hold.py --exec LOG CMD [ARG...]
+  fd_hold.py --exec LOG [--kill-connected PORT] CMD [ARG...]
 
 Duplicates (pidfd_getfd(2), as root) every file descriptor of PID whose
 /proc link contains PATTERN (default "uverbs"), prints "held N", and keeps
@@ -16,7 +16,13 @@ With --exec it starts CMD itself (output to LOG) once Python is up, and
 prints "spawned PID at T" (T: the wall-clock time of the start, as
 `date +%s.%N` gives it) before it holds PID's verbs files: under TCG
 Python takes seconds to start, which would otherwise come after the
-client's connection request and eat into the provider's timeout.
+client's connection request and eat into the provider's timeout.  With
+--kill-connected, once it holds the files and CMD has a TCP connection
+to PORT established (siw sends its MPA request as soon as it has), it
+kills CMD with SIGKILL, reaps it (every file of CMD is closed then) and
+prints "killed PID at T connected yes|no": no process of the caller's
+between the connection and the kill (each costs about a second under
+TCG).
 """
 import ctypes
 import os
@@ -28,14 +34,38 @@ import time
 SYS_pidfd_getfd = {"x86_64": 438, "aarch64": 438}.get(os.uname().machine, 438)
 
 
+def connected(port):
+    """A TCP connection to PORT is established (/proc/net/tcp, tcp6)."""
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            rem, state = fields[2], fields[3]
+            if state == "01" and int(rem.rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
 def main():
     pattern = "uverbs"
+    kill_port = None
+    child = None
     if sys.argv[1] == "--exec":
-        with open(sys.argv[2], "wb") as log:
+        log_path = sys.argv[2]
+        cmd = sys.argv[3:]
+        if cmd[:1] == ["--kill-connected"]:
+            kill_port = int(cmd[1])
+            cmd = cmd[2:]
+        with open(log_path, "wb") as log:
             t = time.time()
-            pid = subprocess.Popen(sys.argv[3:], stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=log).pid
-        print("spawned %d at %.3f" % (pid, t), flush=True)
+            child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=log)
+        pid = child.pid
+        print("spawned %d at %.6f" % (pid, t), flush=True)
     else:
         pid = int(sys.argv[1])
         if len(sys.argv) > 2:
@@ -63,6 +93,16 @@ def main():
     print("held %d" % len(held), flush=True)
     if not held:
         return 1
+    if kill_port is not None:
+        deadline = time.monotonic() + 10
+        up = connected(kill_port)
+        while not up and time.monotonic() < deadline:
+            time.sleep(0.02)
+            up = connected(kill_port)
+        child.kill()
+        child.wait()
+        print("killed %d at %.6f connected %s" % (pid, time.time(), "yes" if up else "no"),
+              flush=True)
     while True:
         signal.pause()
 

@@ -32,6 +32,7 @@ PORT=7760
 
 iwcm_init unload_race $((1 + 3 * ROUNDS + 1)) rping python3 rmmod insmod
 iwcm_setup_or_bail
+mkfifo "$IWCM_TMP/nap" && exec {NAP_FD}<>"$IWCM_TMP/nap"
 [ "${IWCM_QUICK:-0}" = 1 ] && iwcm_log "IWCM_QUICK=1: $ROUNDS rounds (make check-all: 3)"
 
 if [ "$IWCM_IMPL" != rust ]; then
@@ -41,88 +42,132 @@ if [ "$IWCM_IMPL" != rust ]; then
 	iwcm_finish
 fi
 
-in_lsmod() { grep -q "^$1 " /proc/modules; }
+# in_lsmod MODULE: loaded (builtins only: it runs inside the window).
+in_lsmod() {
+	local m _
+	while read -r m _; do
+		[ "$m" = "$1" ] && return 0
+	done < /proc/modules
+	return 1
+}
 refcnt() { cat /sys/module/iw_cm/refcnt 2>/dev/null; }
 
+# Between the client's start and the refused rmmod every step is a shell
+# builtin or the one process that does the work (rmmod): under TCG with
+# KASAN a process start costs about a second, and siw's MPA timeout is
+# 10 s from the client's MPA request.
+# __nap: 50 ms without a process (a read that times out on a FIFO).
+__nap() { read -rt 0.05 -u "$NAP_FD" _ 2>/dev/null; }
+# __now_us: the wall clock in microseconds, from bash's EPOCHREALTIME.
+__now_us() { local t=$EPOCHREALTIME; echo $((10#${t/./})); }
+# __log_has FILE PREFIX: a line of FILE starts with PREFIX; sets LINE.
+__log_has() {
+	local l
+	while IFS= read -r l; do
+		[[ $l == "$2"* ]] && { LINE=$l; return 0; }
+	done < "$1"
+	return 1
+}
+__wait_log() {	# __wait_log SECONDS FILE PREFIX
+	local i
+	for ((i = 0; i < $1 * 20; i++)); do
+		__log_has "$2" "$3" && return 0
+		__nap
+	done
+	return 1
+}
+
 # pin R A: attempt A of round R at one cm_id that only siw holds, with
-# rdma_cm and rdma_ucm unloaded; sets n (the live cm_ids then) and pin_t0
-# (when the client was started: siw's MPA timeout runs from its MPA
-# request, which comes after).
+# rdma_cm and rdma_ucm unloaded: fd_hold.py starts the rping client once
+# Python is up, takes its verbs files (so that its QP, whose destruction
+# would make siw drop the cm_id at once, outlives it) and kills it as soon
+# as its TCP connection to the silent peer is up (siw has sent its MPA
+# request); rdma_ucm and rdma_cm are unloaded at once.  Sets n (the live
+# cm_ids), ref (iw_cm's module reference count), age_ms (since the
+# client's start; siw's MPA timeout runs from its MPA request, which
+# comes after), pin_note (what went wrong, if anything).
 pin() {
-	local r=$1 a=$2 peer hold plog clog hlog sp
-	cli=
+	local r=$1 a=$2 peer hold plog clog hlog t0_us cli
 	PORT=$((PORT + 1))
 	plog=$IWCM_TMP/peer-$r.$a.log
 	clog=$IWCM_TMP/rping-$r.$a.log
 	hlog=$IWCM_TMP/hold-$r.$a.log
+	n=0 ref=? age_ms=-1 pin_note=
 	iwcm_spawn peer "$plog" python3 "$PEER" server silence "$IWCM_ADDR" $PORT --timeout 40
 	iwcm_wait_for 60 iwcm_log_has "$plog" "listening on" || iwcm_log "round $r: mpa_peer.py did not start in 60 s"
-	# The holder starts the client once Python is up (seconds under
-	# TCG, which must not come out of siw's 10 s) and takes its verbs
-	# files.
-	iwcm_spawn hold "$hlog" python3 "$HOLD" --exec "$clog" rping -c -a "$IWCM_ADDR" -p $PORT -C 1 -v
-	iwcm_wait_for 30 iwcm_log_has "$hlog" "^spawned [0-9]+ at " || iwcm_log "round $r: fd_hold.py: $(cat "$hlog")"
-	sp=$(sed -n 's/^spawned \([0-9]*\) at \([0-9.]*\)$/\1 \2/p' "$hlog")
-	cli=${sp% *}
-	pin_t0=${sp#* }
-	# Connected at TCP level (siw sends its MPA request as soon as the
-	# connection is up: it holds the cm_id from then on), verbs files held.
-	iwcm_wait_for 10 bash -c "ss -Htn state established '( dport = :$PORT )' | grep -q ." ||
-		iwcm_log "round $r: no connection to the peer"
-	iwcm_wait_for 10 iwcm_log_has "$hlog" "^held [1-9]" ||
-		iwcm_log "round $r: fd_hold.py: $(cat "$hlog")"
-	[ -n "$cli" ] && kill -9 "$cli" 2>/dev/null
-	[ -n "$cli" ] && iwcm_wait "$cli" 10 >/dev/null
-	if ! rmmod rdma_ucm rdma_cm 2>"$IWCM_TMP/rmmod-rdma-$r.log"; then
-		iwcm_log "round $r: rmmod rdma_ucm rdma_cm: $(cat "$IWCM_TMP/rmmod-rdma-$r.log")"
+	: > "$hlog"
+	iwcm_spawn hold "$hlog" python3 "$HOLD" --exec "$clog" --kill-connected $PORT \
+		rping -c -a "$IWCM_ADDR" -p $PORT -C 1 -v
+	if ! __wait_log 60 "$hlog" "spawned "; then
+		pin_note="fd_hold.py did not start the client"
+		return
 	fi
-	n=$(iwcm_cm_ids)
-	iwcm_log "round $r, attempt $a: rdma_cm gone $(__iwcm_elapsed "${pin_t0:-0}") s after the client's start, $n cm_id(s) held by siw, iw_cm refcnt $(refcnt)"
+	# "spawned PID at SECONDS.MICROSECONDS"
+	t0_us=${LINE##* }
+	t0_us=$((10#${t0_us/./}))
+	cli=${LINE#spawned }
+	cli=${cli%% *}
+	if ! __wait_log 20 "$hlog" "killed "; then
+		pin_note="fd_hold.py: $(tr '\n' ' ' < "$hlog")"
+		return
+	fi
+	[[ $LINE == *"connected yes" ]] || pin_note="the client had no connection to the peer when killed"
+	rmmod rdma_ucm rdma_cm 2>"$IWCM_TMP/rmmod-rdma-$r.log" ||
+		pin_note="rmmod rdma_ucm rdma_cm: $(cat "$IWCM_TMP/rmmod-rdma-$r.log")"
+	read -r n < "$IWCM_CMIDS" 2>/dev/null || n=0
+	read -r ref < /sys/module/iw_cm/refcnt 2>/dev/null || ref=?
+	age_ms=$((($(__now_us) - t0_us) / 1000))
+	: "$cli"
 }
 
-# The seconds of siw's MPA timeout (10 s from the MPA request, which comes
-# after the client's start) that may be gone when the refused rmmod is
-# tried: past them siw may drop its reference between the count and the
-# rmmod, and a rmmod that goes through then says nothing of iw_cm.
-PIN_MAX_AGE=9
-pin_young() { awk -v a="$(__iwcm_elapsed "${pin_t0:-0}")" -v m=$PIN_MAX_AGE 'BEGIN { exit !(a < m) }'; }
+# The part of siw's 10 s MPA timeout that may be gone when the refused
+# rmmod is tried: past it siw may drop its reference between the count
+# and the rmmod, and a rmmod that goes through then says nothing of iw_cm.
+PIN_MAX_AGE_MS=8500
 
 # round R: one pinned cm_id, then the rmmod race.
 round() {
-	local r=$1 a n rc tries=0 t0 refused=0 before=
-	# The window is siw's MPA timeout (10 s) less the set-up after the
-	# MPA request; a loaded VM can spend it all (CI once saw 0 cm_ids
-	# when rdma_cm was gone).  A missed window says nothing of iw_cm:
-	# the attempt is made again, five times at most, and a round that
-	# never gets its pinned cm_id fails below.  An attempt whose pin came
-	# late in siw's timeout (pin_young) is made again too.
+	local r=$1 a n ref age_ms pin_note rc tries=0 t0 refused=0 before= why
+	# A missed window says nothing of iw_cm (a loaded VM can spend siw's
+	# 10 s; CI once saw 0 cm_ids when rdma_cm was gone, and once the count
+	# read 1 and the rmmod went through an instant later): the attempt is
+	# made again, five times at most, and a round that never gets its
+	# pinned cm_id in time fails below.
 	for a in 1 2 3 4 5; do
 		pin "$r" "$a"
-		in_lsmod rdma_cm && break
-		if [ "${n:-0}" -gt 0 ] && pin_young; then
+		why=
+		if in_lsmod rdma_cm; then
+			why="rdma_cm still loaded"
+		elif [ -n "$pin_note" ]; then
+			why=$pin_note
+		elif [ "$n" -le 0 ]; then
+			why="siw let the cm_id go before rdma_cm was unloaded"
+		elif [ "$age_ms" -ge $PIN_MAX_AGE_MS ]; then
+			why="$age_ms ms of siw's 10 s MPA timeout gone already (at most $PIN_MAX_AGE_MS)"
+		elif [ "$ref" != "$n" ]; then
+			# Every cm_id pins the module: not a slow VM.
+			why="iw_cm refcnt $ref != live cm_ids $n"
 			break
-		elif [ "${n:-0}" -gt 0 ]; then
-			iwcm_log "round $r, attempt $a: $(__iwcm_elapsed "$pin_t0") s of siw's 10 s MPA timeout gone already (a slow VM; at most $PIN_MAX_AGE s): again"
 		else
-			iwcm_log "round $r, attempt $a: siw let the cm_id go before rdma_cm was unloaded (a slow VM): again"
+			# The pin: refused while a cm_id lives, with rdma_cm gone
+			# (its symbol dependency would refuse the unload for
+			# another reason).  Nothing since the count but this.
+			before=$n
+			rmmod iw_cm 2>"$IWCM_TMP/rmmod-$r.log" || refused=1
+			break
 		fi
-		[ "$a" -lt 5 ] || { n=0; break; }
+		iwcm_log "round $r, attempt $a: $why (a slow VM?): again"
+		[ "$a" -lt 5 ] || break
 		iwcm_stop_all
-		modprobe rdma_cm && modprobe rdma_ucm
+		in_lsmod rdma_cm || { modprobe rdma_cm && modprobe rdma_ucm; }
 	done
 	t0=$(__iwcm_now)
-	# The pin: refused while a cm_id lives, with rdma_cm gone (its symbol
-	# dependency would refuse the unload for another reason) and the
-	# module's reference count equal to the live cm_ids.
-	if in_lsmod rdma_cm || [ "$(refcnt)" != "${n:-0}" ]; then
-		iwcm_log "round $r: rdma_cm still loaded or refcnt $(refcnt) != cm_ids ${n:-0}"
-	elif [ "${n:-0}" -gt 0 ]; then
-		before=$n
-		if rmmod iw_cm 2>"$IWCM_TMP/rmmod-$r.log"; then
-			iwcm_log "round $r: rmmod iw_cm went through with $n cm_id(s) live"
-		else
-			refused=1
+	iwcm_log "round $r, attempt $a: ${n:-0} cm_id(s) held by siw, iw_cm refcnt $ref, ${age_ms} ms after the client's start${why:+; $why}"
+	if [ -n "$before" ]; then
+		if [ $refused -eq 1 ]; then
 			iwcm_log "round $r: rmmod iw_cm refused: $(cat "$IWCM_TMP/rmmod-$r.log")"
+		else
+			iwcm_log "round $r: rmmod iw_cm went through with $before cm_id(s) live"
 		fi
 	fi
 	iwcm_check "round $r: rmmod iw_cm refused while siw holds a cm_id (cm_ids ${before:-0}, attempt $a)" \
