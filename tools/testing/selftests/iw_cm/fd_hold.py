@@ -34,6 +34,13 @@ import time
 SYS_pidfd_getfd = {"x86_64": 438, "aarch64": 438}.get(os.uname().machine, 438)
 
 
+def die_with_parent():
+    """In the child: SIGKILL when fd_hold.py dies (the test's cleanup kills
+    fd_hold.py only: the client must not outlive it, holding rdma_ucm)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def connected(port):
     """A TCP connection to PORT is established (/proc/net/tcp, tcp6)."""
     for path in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -63,7 +70,8 @@ def main():
         with open(log_path, "wb") as log:
             t = time.time()
             child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=log)
+                                     stdout=log, stderr=log,
+                                     preexec_fn=die_with_parent)
         pid = child.pid
         print("spawned %d at %.6f" % (pid, t), flush=True)
     else:

@@ -509,7 +509,9 @@ iwcm_teardown() {
 iwcm_spawn() {
 	local var=$1 log=$2
 	shift 2
-	"$@" >"$log" 2>&1 &
+	# (Not the runner's descriptors 3 and 4, its output pipe: a process
+	# left behind must not hold the KTAP stream open.)
+	"$@" >"$log" 2>&1 3>&- 4>&- &
 	local pid=$!
 	IWCM_PIDS+=("$pid")
 	printf -v "$var" '%s' "$pid"
@@ -567,38 +569,46 @@ iwcm_wait() {
 	wait "$pid" 2>/dev/null
 }
 
-# iwcm_bounded SECONDS CMD...: CMD's status, with a bound that holds even
-# when CMD sleeps uninterruptibly in the kernel (an `rdma link delete` or
-# an umount that a ULP blocks: no signal ends it, and `timeout` would wait
-# for it for ever, and the kselftest runner with it).  CMD runs in the
-# background with its output in a file (copied to ours once it ends): at
-# SECONDS it is logged with its kernel stack and the tasks in D state,
-# then sent SIGTERM, and SIGKILL 5 s later; if it is still there 5 s
-# after that it is left behind.  The status is then 124.
+# iwcm_bounded SECONDS CMD...: CMD's status (an external command), with a
+# bound that holds even when CMD sleeps uninterruptibly in the kernel (an
+# `rdma link delete` or an umount that a ULP blocks: no signal ends it,
+# and `timeout` would wait for it for ever, and the kselftest runner with
+# it).  CMD runs in the background under `timeout -k 5 SECONDS` (which
+# signals CMD's whole process group: mount's helpers too), with its
+# output and errors in files copied to ours once it ends, and without the
+# runner's descriptors 3 and 4 (the runner's output pipe).  At SECONDS,
+# CMD is logged with its kernel stack and the tasks in D state; if
+# `timeout` is still waiting for it 10 s after that, `timeout` is killed
+# and CMD left behind.  The status is then 124.
 iwcm_bounded() {
-	local secs=$1 out pid rc
+	local secs=$1 out err pid cmd_pid rc
 	shift
 	out=$(mktemp "${IWCM_TMP:-/tmp}/bounded.XXXXXX")
-	"$@" >"$out" 2>&1 &
+	err=$(mktemp "${IWCM_TMP:-/tmp}/bounded.XXXXXX")
+	timeout -k 5 "$secs" "$@" >"$out" 2>"$err" 3>&- 4>&- &
 	pid=$!
 	iwcm_wait "$pid" "$secs"
 	rc=$?
 	if [ $rc -eq 124 ]; then
+		read -r cmd_pid _ < "/proc/$pid/task/$pid/children" 2>/dev/null
+		cmd_pid=${cmd_pid:-$pid}
 		{
-			iwcm_log "$*: still running after $secs s (pid $pid, $(grep '^State:' "/proc/$pid/status" 2>/dev/null | tr -s '\t ' ' '), wchan $(cat "/proc/$pid/wchan" 2>/dev/null)):"
-			timeout 5 sed 's/^/    /' "/proc/$pid/stack" 2>/dev/null |
+			iwcm_log "$*: still running after $secs s (pid $cmd_pid, $(grep '^State:' "/proc/$cmd_pid/status" 2>/dev/null | tr -s '\t ' ' '), wchan $(cat "/proc/$cmd_pid/wchan" 2>/dev/null)):"
+			timeout 5 sed 's/^/    /' "/proc/$cmd_pid/stack" 2>/dev/null |
 				while IFS= read -r l; do iwcm_log "$l"; done
 			__iwcm_dump_tasks
 		} >&2
-		kill -TERM "$pid" 2>/dev/null
-		if [ "$(iwcm_wait "$pid" 5; echo $?)" = 124 ]; then
+		# timeout sends SIGTERM now and SIGKILL 5 s later.
+		iwcm_wait "$pid" 10 >/dev/null 2>&1
+		if [ $? -eq 124 ]; then
+			iwcm_log "$*: pid $cmd_pid survives SIGKILL: left behind" >&2
 			kill -KILL "$pid" 2>/dev/null
-			[ "$(iwcm_wait "$pid" 5; echo $?)" != 124 ] ||
-				iwcm_log "$*: pid $pid left behind, unkillable" >&2
 		fi
+		rc=124
 	fi
 	cat "$out"
-	rm -f "$out"
+	cat "$err" >&2
+	rm -f "$out" "$err"
 	return $rc
 }
 

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # Host unit tests of the selftests' bounds (lib.sh), run by make hosttest:
-# iwcm_bounded returns a command's own status and output, and 124 within
-# its bound (plus SIGTERM's and SIGKILL's grace) for a command that
-# ignores SIGTERM; iwcm_stop_all ends such a process without waiting for
+# iwcm_bounded returns a command's own status, output and errors, and 124
+# within its bound (plus SIGTERM's and SIGKILL's grace) for a command that
+# ignores SIGTERM, whose children go too, and never passes on the
+# runner's descriptors 3 and 4; iwcm_stop_all ends such a process without waiting for
 # it longer than its own bound.  (A task asleep uninterruptibly in the
 # kernel, which these bounds leave behind, cannot be made here without a
 # kernel: the VM tests meet it.)  Prints cargo's summary line for
@@ -40,10 +41,24 @@ t() {	# t NAME CMD...: one test
 
 own_status_and_output() {
 	local out rc
-	out=$(iwcm_bounded 10 sh -c 'echo out; echo err >&2; exit 3')
+	out=$(iwcm_bounded 10 sh -c 'echo out; echo err >&2; exit 3' 2>"$IWCM_TMP/err")
 	rc=$?
-	[ $rc -eq 3 ] && [ "$out" = "out
-err" ]
+	[ $rc -eq 3 ] && [ "$out" = out ] && [ "$(cat "$IWCM_TMP/err")" = err ]
+}
+
+children_killed_too() {
+	local rc
+	iwcm_bounded 1 sh -c "sleep 60 & echo \$! > $IWCM_TMP/child; wait" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 124 ] && [ -s "$IWCM_TMP/child" ] && iwcm_wait_for 5 iwcm_exited "$(cat "$IWCM_TMP/child")"
+}
+
+runner_fds_closed() {
+	# A command left running must not hold descriptors 3 and 4 (the
+	# kselftest runner's output pipe).
+	local l
+	l=$( { iwcm_bounded 5 sh -c 'readlink /proc/$$/fd/3 /proc/$$/fd/4'; } 3>/dev/zero 4>/dev/zero 2>/dev/null)
+	[ -z "$l" ]
 }
 
 term_ignored_is_killed() {
@@ -65,6 +80,8 @@ stop_all_ends_term_ignoring() {
 
 t iwcm_bounded_own_status_and_output own_status_and_output
 t iwcm_bounded_term_ignored_is_killed term_ignored_is_killed
+t iwcm_bounded_children_killed_too children_killed_too
+t iwcm_bounded_runner_fds_closed runner_fds_closed
 t iwcm_stop_all_ends_term_ignoring stop_all_ends_term_ignoring
 echo "test result: $([ $fail -eq 0 ] && echo ok || echo FAILED). $pass passed; $fail failed; 0 ignored"
 [ $fail -eq 0 ]

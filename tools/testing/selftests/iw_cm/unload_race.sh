@@ -136,10 +136,10 @@ round() {
 	for a in 1 2 3 4 5; do
 		pin "$r" "$a"
 		why=
-		if in_lsmod rdma_cm; then
-			why="rdma_cm still loaded"
-		elif [ -n "$pin_note" ]; then
+		if [ -n "$pin_note" ]; then
 			why=$pin_note
+		elif in_lsmod rdma_cm; then
+			why="rdma_cm still loaded"
 		elif [ "$n" -le 0 ]; then
 			why="siw let the cm_id go before rdma_cm was unloaded"
 		elif [ "$age_ms" -ge $PIN_MAX_AGE_MS ]; then
