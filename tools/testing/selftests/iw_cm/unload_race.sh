@@ -32,7 +32,6 @@ PORT=7760
 
 iwcm_init unload_race $((1 + 3 * ROUNDS + 1)) rping python3 rmmod insmod
 iwcm_setup_or_bail
-mkfifo "$IWCM_TMP/nap" && exec {NAP_FD}<>"$IWCM_TMP/nap"
 [ "${IWCM_QUICK:-0}" = 1 ] && iwcm_log "IWCM_QUICK=1: $ROUNDS rounds (make check-all: 3)"
 
 if [ "$IWCM_IMPL" != rust ]; then
@@ -56,10 +55,10 @@ refcnt() { cat /sys/module/iw_cm/refcnt 2>/dev/null; }
 # builtin or the one process that does the work (rmmod): under TCG with
 # KASAN a process start costs about a second, and siw's MPA timeout is
 # 10 s from the client's MPA request.
-# __nap: 50 ms without a process (a read that times out on a FIFO).
-__nap() { read -rt 0.05 -u "$NAP_FD" _ 2>/dev/null; }
+# __nap: 50 ms without a process (lib.sh).
+__nap() { __iwcm_nap 0.05; }
 # __now_us: the wall clock in microseconds, from bash's EPOCHREALTIME.
-__now_us() { local t=$EPOCHREALTIME; echo $((10#${t/./})); }
+__now_us() { local u; __iwcm_usec u; echo "$u"; }
 # __log_has FILE PREFIX: a line of FILE starts with PREFIX; sets LINE.
 __log_has() {
 	local l
