@@ -92,9 +92,13 @@ __iwcm_now() { echo "$EPOCHREALTIME"; }
 # __iwcm_usec VAR [TIME]: VAR = TIME (seconds[.fraction], default now) in
 # microseconds.
 __iwcm_usec() {
-	local t=${2:-$EPOCHREALTIME} f=000000
+	local t=${2-$EPOCHREALTIME} f=000000
+	t=${t/,/.}	# (EPOCHREALTIME has the locale's decimal point)
+	[[ $t =~ ^[0-9]*(\.[0-9]*)?$ && $t == *[0-9]* ]] ||
+		{ iwcm_log "__iwcm_usec: not a number of seconds: '$t'" >&2; t=0; }
 	[ "$t" != "${t#*.}" ] && f=${t#*.}000000
-	printf -v "$1" '%d' $((10#${t%%.*} * 1000000 + 10#${f:0:6}))
+	t=0${t%%.*}
+	printf -v "$1" '%d' $((10#$t * 1000000 + 10#${f:0:6}))
 }
 # __iwcm_elapsed T0: seconds since T0 (one decimal).
 __iwcm_elapsed() {
@@ -107,7 +111,11 @@ __iwcm_elapsed() {
 # __iwcm_nap SECONDS: sleep without a process (a read that times out on
 # a pipe nobody writes, opened read-write so that it never ends).
 exec {IWCM_NAP_FD}<> <(:)
-__iwcm_nap() { read -rt "$1" -u "$IWCM_NAP_FD" _ 2>/dev/null; }
+__iwcm_nap() {
+	read -rt "$1" -u "$IWCM_NAP_FD" _ 2>/dev/null
+	# (>128: timed out.  Else the fd is gone: sleep rather than spin.)
+	[ $? -gt 128 ] || sleep "$1"
+}
 
 # Skip the whole test (exit 4) with a reason.
 # Callable before or after iwcm_init has printed the plan.
@@ -462,8 +470,20 @@ iwcm_cm_ids() {
 
 # ------------------------------------------------------------------ siw
 
-iwcm_link_up() {	# (the device registered: sysfs, no process)
+iwcm_link_up() {	# (the device in sysfs, no process: for polls)
 	[ -d "/sys/class/infiniband/$IWCM_RDEV" ]
+}
+# iwcm_link_registered: the device in `rdma link` (one rdma process, not
+# for polls).  Differs from iwcm_link_up while the device is being
+# unregistered: it leaves `rdma link` (and rdma(8)'s name lookup) at the
+# start, sysfs only once every client has let go of it.
+iwcm_link_registered() {
+	local l
+	__iwcm_rdma_run link show
+	for l in "${IWCM_RDMA_OUT[@]}"; do
+		[[ $l == "link $IWCM_RDEV/"* ]] && return 0
+	done
+	return 1
 }
 
 # iwcm_setup: iw_cm + rdma_cm + siw, dummy netdev with an address, lo up,
@@ -522,7 +542,7 @@ __iwcm_port_active() { [ "$(__iwcm_port_state)" = ACTIVE ]; }
 iwcm_teardown() {
 	local rc=0
 	iwcm_stop_all
-	if iwcm_link_up; then
+	if iwcm_link_up && iwcm_link_registered; then
 		iwcm_bounded 60 rdma link delete "$IWCM_RDEV"
 		rc=$?
 		[ $rc -eq 0 ] || iwcm_log "teardown: rdma link delete $IWCM_RDEV failed or hung (status $rc)"
@@ -561,7 +581,24 @@ iwcm_exited() {
 # state, wait channel and kernel stack are logged (KTAP diagnostics on
 # stderr), then it is killed; the status is then 124.
 iwcm_rdma_query() {
-	local out=${IWCM_TMP:-/tmp}/rdma-query.$BASHPID pid rc l
+	local rc
+	__iwcm_rdma_run "$@"
+	rc=$?
+	[ ${#IWCM_RDMA_OUT[@]} -eq 0 ] || printf '%s\n' "${IWCM_RDMA_OUT[@]}"
+	return $rc
+}
+# __iwcm_rdma_run ARGS...: iwcm_rdma_query's work, the output's lines in
+# the array IWCM_RDMA_OUT of this shell: its parsers read them there, not
+# from a pipe (bash's read takes a pipe one byte per system call: 270000
+# of them for 2000 cm_ids), and mapfile reads the file in blocks (a read
+# loop seeks back after every line).
+IWCM_RDMA_OUT=()
+__iwcm_rdma_seq=0
+__iwcm_rdma_run() {
+	local out pid rc l
+	__iwcm_rdma_seq=$((__iwcm_rdma_seq + 1))
+	out=${IWCM_TMP:-/tmp}/rdma-query.$BASHPID.$__iwcm_rdma_seq
+	IWCM_RDMA_OUT=()
 	rdma "$@" >"$out" 2>/dev/null 3>&- 4>&- &
 	pid=$!
 	iwcm_wait "$pid" 20
@@ -577,9 +614,7 @@ iwcm_rdma_query() {
 		kill -9 "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	else
-		while IFS= read -r l || [ -n "$l" ]; do
-			printf '%s\n' "$l"
-		done < "$out"
+		mapfile -t IWCM_RDMA_OUT < "$out"
 	fi
 	: > "$out"
 	return $rc
@@ -613,9 +648,12 @@ iwcm_wait() {
 # `timeout` is still waiting for it 10 s after that, `timeout` is killed
 # and CMD left behind.  The status is then 124.
 iwcm_bounded() {
-	local secs=$1 out=${IWCM_TMP:-/tmp}/bounded-out.$BASHPID pid cmd_pid rc l
-	local err=${IWCM_TMP:-/tmp}/bounded-err.$BASHPID
+	local secs=$1 out err pid cmd_pid rc l lines
 	shift
+	# (Per call, not only per shell: a CMD left behind still writes to its.)
+	__iwcm_rdma_seq=$((__iwcm_rdma_seq + 1))
+	out=${IWCM_TMP:-/tmp}/bounded-out.$BASHPID.$__iwcm_rdma_seq
+	err=${IWCM_TMP:-/tmp}/bounded-err.$BASHPID.$__iwcm_rdma_seq
 	timeout -k 5 "$secs" "$@" >"$out" 2>"$err" 3>&- 4>&- &
 	pid=$!
 	iwcm_wait "$pid" "$secs"
@@ -637,8 +675,10 @@ iwcm_bounded() {
 		fi
 		rc=124
 	fi
-	while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done < "$out"
-	while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done < "$err" >&2
+	mapfile -t lines < "$out"
+	[ ${#lines[@]} -eq 0 ] || printf '%s\n' "${lines[@]}"
+	mapfile -t lines < "$err"
+	[ ${#lines[@]} -eq 0 ] || printf '%s\n' "${lines[@]}" >&2
 	: > "$out"
 	: > "$err"
 	return $rc
@@ -660,9 +700,10 @@ iwcm_wait_for() {
 # A listening rdma_cm id on TCP port PORT (rdma resource show cm_id).
 iwcm_listening() {
 	local l re="src-addr +[0-9.]*:$1( |$)"
-	while IFS= read -r l; do
+	__iwcm_rdma_run resource show cm_id
+	for l in "${IWCM_RDMA_OUT[@]}"; do
 		[[ $l =~ \ state\ +LISTEN\  ]] && [[ $l =~ $re ]] && return 0
-	done < <(iwcm_rdma_query resource show cm_id)
+	done
 	return 1
 }
 
@@ -750,9 +791,11 @@ iwcm_show_log() {
 # rdma_cm ids of our device (rdma resource show cm_id), one per line.
 iwcm_dev_cm_ids() {
 	local l
-	while IFS= read -r l; do
+	__iwcm_rdma_run resource show cm_id
+	for l in "${IWCM_RDMA_OUT[@]}"; do
 		[[ $l == "link $IWCM_RDEV/"* || $l == "dev $IWCM_RDEV "* ]] && printf '%s\n' "$l"
-	done < <(iwcm_rdma_query resource show cm_id)
+	done
+	return 0
 }
 
 __iwcm_no_dev_cm_ids() { [ -z "$(iwcm_dev_cm_ids)" ]; }

@@ -28,7 +28,7 @@ iwcm_check "ibv_devinfo: iWARP transport, port 1 PORT_ACTIVE" \
 timeout 60 rdma link delete "$IWCM_RDEV"
 rc=$?
 gone=0
-if [ $rc -eq 0 ] && ! iwcm_link_up && ! ibv_devices 2>/dev/null | grep -qw "$IWCM_RDEV"; then
+if [ $rc -eq 0 ] && ! iwcm_link_registered && ! iwcm_link_up && ! ibv_devices 2>/dev/null | grep -qw "$IWCM_RDEV"; then
 	gone=1
 fi
 iwcm_check "rdma link delete removes $IWCM_RDEV (status $rc)" [ $gone -eq 1 ]
