@@ -44,10 +44,10 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /mnt/results
 # upper layer and each such module takes the in-tree one's place, so that
 # every modprobe (rdma_ucm's, nvme-rdma's, the tests') loads it.
 if [ -f /mnt/results/rdma_cm.ko ] || [ -f /mnt/results/iw_cm.ko ] || [ -f /mnt/results/ib_isert.ko ] ||
-	[ -f /mnt/results/smbdirect.ko ]; then
+	[ -f /mnt/results/smbdirect.ko ] || [ -f /mnt/results/cifs.ko ]; then
 	mkdir -p /mnt/lib-upper /mnt/lib-work
 	mount -t overlay overlay -o lowerdir=/mnt/kmods/lib:/usr/lib,upperdir=/mnt/lib-upper,workdir=/mnt/lib-work /usr/lib
-	for m in rdma_cm iw_cm ib_isert smbdirect; do
+	for m in rdma_cm iw_cm ib_isert smbdirect cifs; do
 		[ -f /mnt/results/$m.ko ] || continue
 		dir=drivers/infiniband/core
 		case $m in
@@ -55,6 +55,7 @@ if [ -f /mnt/results/rdma_cm.ko ] || [ -f /mnt/results/iw_cm.ko ] || [ -f /mnt/r
 		iw_cm) what="the C iw_cm with the port mapper client fixed (tools/testing/iw_cm_c/)" ;;
 		ib_isert) what="the test isert (tools/testing/isert/)"; dir=drivers/infiniband/ulp/isert ;;
 		smbdirect) what="the test smbdirect (tools/testing/smbdirect/)"; dir=fs/smb/smbdirect ;;
+		cifs) what="the test cifs (tools/testing/cifs/)"; dir=fs/smb/client ;;
 		esac
 		cm=/usr/lib/modules/$(uname -r)/kernel/$dir/$m.ko
 		# (run.sh fails the run unless this says "replaced".)

@@ -29,8 +29,9 @@
 # the kernel's, or tools/testing/iw_cm_c/'s iwcm.c with the port mapper
 # client fixed, put in its place; forwarded to the tests),
 # IWCM_ISERT=patched|stock and IWCM_ISERT_KO, IWCM_SMBDIRECT and
-# IWCM_SMBDIRECT_KO (on the ULP kernel: which ib_isert.ko and smbdirect.ko;
-# default the test ones of tools/testing/isert/ and smbdirect/; forwarded),
+# IWCM_SMBDIRECT_KO, IWCM_CIFS and IWCM_CIFS_KO (on the ULP kernel: which
+# ib_isert.ko, smbdirect.ko and cifs.ko; default the test ones of
+# tools/testing/isert/, smbdirect/ and cifs/; forwarded),
 # IWCM_VM_SMP (vCPUs, default 2), IWCM_VM_LOCK (lock file that serialises VM runs; default
 # $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
 # Another kernel than the test kernel (tools/distro/vm-test.sh: Debian's):
@@ -81,7 +82,7 @@ printf '%s\n' "$@" > "$res/argv"
 	echo "set -o pipefail"
 	# The guest's HOME is /tmp: hand over where the kernel cache and the
 	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_SMBDIRECT IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_TEST_TIMEOUT IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOLD_COUNT IWCM_HOLD_READS IWCM_HOLD_SETUP_S IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_SMBDIRECT IWCM_CIFS IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_TEST_TIMEOUT IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOLD_COUNT IWCM_HOLD_READS IWCM_HOLD_SETUP_S IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
 		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf '%q ' "$@"; echo
@@ -136,6 +137,7 @@ esac
 #   isert      LIO's iSER target, ib_isert.ko (IWCM_ISERT, IWCM_ISERT_KO)
 #   smbdirect  SMB Direct for cifs and ksmbd, smbdirect.ko
 #              (IWCM_SMBDIRECT, IWCM_SMBDIRECT_KO)
+#   cifs       the SMB client, cifs.ko (IWCM_CIFS, IWCM_CIFS_KO)
 test_ulp_module() {	# test_ulp_module NAME MODULE BUILT_KO
 	local name=$1 mod=$2 var ko_var choice ko
 	var=IWCM_${name^^}
@@ -164,6 +166,7 @@ test_ulp_module() {	# test_ulp_module NAME MODULE BUILT_KO
 if [ "$IWCM_KFLAVOUR" = ulp ] && [ -z "${IWCM_VM_KERNEL:-}" ]; then
 	test_ulp_module isert ib_isert build/ib_isert.ko
 	test_ulp_module smbdirect smbdirect build/smbdirect/smbdirect.ko
+	test_ulp_module cifs cifs build/fs/smb/client/cifs.ko
 fi
 # The selftests, built (the C tool, gcc: seconds here, most of a minute
 # under TCG) and installed in the kselftest layout here, into the results
@@ -281,7 +284,7 @@ fi
 # A module asked for in place of the kernel's (the test rdma_cm, the fixed
 # C iw_cm): the guest must have put it there (guest-init.sh), or the run
 # tested the kernel's.
-for m in rdma_cm iw_cm ib_isert smbdirect; do
+for m in rdma_cm iw_cm ib_isert smbdirect cifs; do
 	[ -f "$res/$m.ko" ] || continue
 	if [ "$(cat "$res/$m-status" 2>/dev/null)" != replaced ]; then
 		echo "VM: the $m.ko asked for was not put in place of the kernel's ($(cat "$res/$m-status" 2>/dev/null || echo "no status from the guest")): run fails"
