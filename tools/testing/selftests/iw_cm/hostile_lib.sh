@@ -169,6 +169,44 @@ rdma_client_case() {
 	iwcm_stop_all
 }
 
+# read_close_case SIW: an RDMA READ outstanding at a graceful close
+# (rdma_disc -m read-close against mpa_peer.py server reply_hold, a peer
+# that accepts and never answers the READ): once the QP is in ERROR the
+# READ must complete, flushed.  Upstream siw leaves it on its ORQ for good
+# when no WQE is in progress (the NFS/RDMA and SMB Direct faults under
+# `rdma link delete`: svcrdma destroyed the QP with the READ's MR counted,
+# ksmbd waited for the READ forever): an XFAIL naming
+# tools/testing/siw/0009 with IWCM_SIW=stock, a failure with the test siw.
+read_close_case() {
+	local siw=$1 rc ok=0
+	local plog=$IWCM_TMP/srv-read_close-$siw.log clog=$IWCM_TMP/read_close-$siw.log
+	local what="RDMA READ outstanding at a graceful close ($siw siw): flushed once the QP is in ERROR"
+	PORT_SRV=$((PORT_SRV + 1))
+	iwcm_spawn peer "$plog" python3 "$PEER" server reply_hold "$IWCM_ADDR" $PORT_SRV --timeout 30
+	if ! iwcm_wait_for "$PEER_START_S" iwcm_log_has "$plog" "listening on"; then
+		iwcm_log "mpa_peer.py server reply_hold did not start in $PEER_START_S s"
+		iwcm_show_log "$plog" 5
+	else
+		timeout -k 5 45 "$(dirname "$0")/rdma_disc" -c -a "$IWCM_ADDR" -p $PORT_SRV -m read-close -l 500 -t 5000 >"$clog" 2>&1
+		rc=$?
+		iwcm_log "read-close ($siw siw): rdma_disc exit $rc: $(grep -E 'OK:|FAIL:' "$clog" | head -n1)"
+		[ "$rc" -eq 0 ] && iwcm_log_has "$clog" "OK: read-close" && ok=1
+		iwcm_wait "$peer" 20 >/dev/null
+	fi
+	if [ $ok -eq 1 ]; then
+		ktap_test_pass "$what"
+	else
+		iwcm_show_log "$plog"
+		iwcm_show_log "$clog"
+		if iwcm_log_has "$clog" "outstanding at the graceful close never completed"; then
+			iwcm_fail_or_siw_xfail 0009 "$what" "the READ never completed"
+		else
+			ktap_test_fail "$what"
+		fi
+	fi
+	iwcm_stop_all
+}
+
 # listener_cases SIW CASES: mpa_peer.py client CASE against rping -s -P,
 # one result per case (the listener must still be there), then a
 # well-behaved rping client must connect.

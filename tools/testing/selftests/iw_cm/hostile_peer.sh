@@ -18,6 +18,9 @@
 #                 UNREACHABLE for the timeout, CONNECT_ERROR for a protocol
 #                 error), or connect and then see the connection end, and
 #                 must exit.  rdma_client (issue 10's reproducer) too.
+#                 And an RDMA READ that the peer never answers, outstanding
+#                 at a graceful close: flushed once the QP is in ERROR
+#                 (rdma_disc -m read-close; tools/testing/siw/0009).
 #   listener side a persistent rdma_cm listener (rping -s -P) gets the same
 #                 kinds of malformed MPA requests, then a well-behaved rping
 #                 client, which must connect and ping.
@@ -32,8 +35,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/hostile_lib.sh"
 
-# setup + server cases + rdma_client + listener cases + well-behaved client
-iwcm_init hostile_peer $((1 + n_srv + 1 + n_cli + 1)) rping rdma_client python3
+# setup + server cases + rdma_client + read-close + listener cases + well-behaved client
+iwcm_init hostile_peer $((1 + n_srv + 1 + 1 + n_cli + 1)) rping rdma_client python3
 iwcm_setup_or_bail
 [ "${IWCM_QUICK:-0}" = 1 ] &&
 	iwcm_log "IWCM_QUICK=1 with the $IWCM_IMPL iw_cm: $n_srv server and $n_cli client cases (make check-all runs all)"
@@ -46,5 +49,6 @@ for c in $SERVER_CASES; do
 	client_case "$c" $siw
 done
 rdma_client_case $siw
+read_close_case $siw
 listener_cases $siw "$CLIENT_CASES"
 iwcm_finish

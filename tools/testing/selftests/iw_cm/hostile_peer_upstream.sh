@@ -23,8 +23,8 @@
 [ "$IWCM_IMPL" = rust ] ||
 	iwcm_skip_all "hostile_peer_upstream: upstream siw with the C iw_cm: the malformed MPA reply (garbage) oopses the kernel in cm_event_handler (NULL + 4 private data), so the C iw_cm runs hostile peers with the test siw only (hostile_peer.sh)"
 
-# setup + server cases + rdma_client + listener cases + well-behaved client
-iwcm_init hostile_peer_upstream $((1 + n_up_srv + 1 + n_up_cli + 1)) rping rdma_client python3
+# setup + server cases + rdma_client + read-close + listener cases + well-behaved client
+iwcm_init hostile_peer_upstream $((1 + n_up_srv + 1 + 1 + n_up_cli + 1)) rping rdma_client python3
 
 restore_test_siw() {
 	# Whatever runs next expects the test siw: put it back.
@@ -46,5 +46,6 @@ for c in $UP_SERVER_CASES; do
 	client_case "$c" upstream
 done
 rdma_client_case upstream
+read_close_case upstream
 listener_cases upstream "$UP_CLIENT_CASES"
 iwcm_finish

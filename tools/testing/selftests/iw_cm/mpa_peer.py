@@ -162,6 +162,10 @@ def srv_reply_then_fpdu(s, req):
     s.sendall(valid_reply(req) + struct.pack(">H", 18) + b"\x41\x43" + b"\0" * 16)
 
 
+def srv_reply(s, req):
+    s.sendall(valid_reply(req))
+
+
 def srv_huge_ird_ord(s, req):
     # The responder's IRD 0x3fff becomes the initiator's ORD: upstream siw
     # accepts it unclamped (relaxed IRD negotiation) and reports it to the
@@ -206,6 +210,9 @@ SERVER_CASES = {
     "enhanced_no_pdata": (srv_enhanced_no_pdata, "close"),
     "enhanced_short_pdata": (srv_enhanced_short_pdata, "close"),
     "silence": (srv_silence, "hold"),
+    # A valid reply, then whatever comes (an RDMA READ request) read and
+    # never answered until the client closes (rdma_disc -m read-close).
+    "reply_hold": (srv_reply, "hold"),
 }
 
 

@@ -44,10 +44,21 @@
  *                   held by another TCP socket) is retried with a new id.  The QPs
  *                   share one CQ per process, so a process holds no file
  *                   per id.  For hold_scale.sh.
+ *   read-close      (client only) one connection to a peer that never answers
+ *                   an RDMA READ (mpa_peer.py server reply_hold): an RDMA
+ *                   READ posted, -l ms for it to go out (it then waits on
+ *                   the ORQ for its response), rdma_disconnect() (graceful:
+ *                   the QP to CLOSING), DISCONNECTED, the QP moved to ERROR
+ *                   as a ULP's drain does; the READ must then complete, in
+ *                   error (flushed), within -t ms.  Upstream siw leaves it
+ *                   on the ORQ for good (tools/testing/siw/0009: what
+ *                   svcrdma's destroy of a QP with the READ's MR counted
+ *                   and ksmbd's wait for the READ met).  For hostile_peer.sh.
  *
  * Usage:
  *   rdma_disc -s -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K] [-t MS] [-b BACKLOG]
  *   rdma_disc -c -a ADDR [-p PORT] -m MODE [-n COUNT] [-P PARALLEL] [-t MS]
+ *   rdma_disc -c -a ADDR -p PORT -m read-close [-l MS] [-t MS]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,7 +76,7 @@
 #include <rdma/rdma_cma.h>
 
 enum mode { M_BOTH, M_AFTER, M_REJECT, M_DESTROY_REQ, M_DESTROY_LISTEN, M_FLOOD,
-	    M_HOLD };
+	    M_HOLD, M_READ_CLOSE };
 
 static const char *const mode_names[] = {
 	[M_BOTH] = "both",
@@ -75,6 +86,7 @@ static const char *const mode_names[] = {
 	[M_DESTROY_LISTEN] = "destroy-listen",
 	[M_FLOOD] = "flood",
 	[M_HOLD] = "hold",
+	[M_READ_CLOSE] = "read-close",
 };
 
 static const char *role = "?";
@@ -697,13 +709,117 @@ static int client_hold(void)
 	hold_forever(held);
 }
 
+/* Mode read-close: an RDMA READ outstanding at a graceful close must
+ * complete (flushed) once the QP is in ERROR (see the top). */
+static int client_read_close(void)
+{
+	struct rdma_conn_param param = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+	};
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 2, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	static char buf[4096];
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint64_t deadline;
+	int n;
+
+	id = start_connect(NULL);
+	ack(expect(id, RDMA_CM_EVENT_ADDR_RESOLVED, "read-close"));
+	if (rdma_resolve_route(id, 2000))
+		fail("rdma_resolve_route: %s", strerror(errno));
+	ack(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, "read-close"));
+	pd = ibv_alloc_pd(id->verbs);
+	if (!pd)
+		fail("ibv_alloc_pd: %s", strerror(errno));
+	cq = ibv_create_cq(id->verbs, 4, NULL, NULL, 0);
+	if (!cq)
+		fail("ibv_create_cq: %s", strerror(errno));
+	attr.send_cq = cq;
+	attr.recv_cq = cq;
+	if (rdma_create_qp(id, pd, &attr))
+		fail("rdma_create_qp: %s", strerror(errno));
+	mr = ibv_reg_mr(pd, buf, sizeof(buf),
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		fail("ibv_reg_mr: %s", strerror(errno));
+	if (rdma_connect(id, &param))
+		fail("rdma_connect: %s", strerror(errno));
+	ack(expect(id, RDMA_CM_EVENT_ESTABLISHED, "read-close"));
+
+	/* The peer never answers: the READ's response will not come. */
+	sge.addr = (uintptr_t)buf;
+	sge.length = sizeof(buf);
+	sge.lkey = mr->lkey;
+	wr.wr_id = 0x5ead;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = 0x10000;
+	wr.wr.rdma.rkey = 0x1234;
+	if (ibv_post_send(id->qp, &wr, &bad))
+		fail("ibv_post_send(RDMA READ): %s", strerror(errno));
+	sleep_until(now_ns() + (uint64_t)lead_ms * 1000000ull);
+	n = ibv_poll_cq(cq, 1, &wc);
+	if (n)
+		fail("the RDMA READ completed before the disconnect (%d, status %s): the peer answered?",
+		     n, n > 0 ? ibv_wc_status_str(wc.status) : "?");
+	note("RDMA READ posted, no response after %d ms; graceful disconnect",
+	     lead_ms);
+
+	disconnect(id, "read-close");
+	ack(expect(id, RDMA_CM_EVENT_DISCONNECTED, "read-close"));
+	/* What ib_drain_qp() and rdma_destroy_qp() do first. */
+	if (ibv_modify_qp(id->qp, &err, IBV_QP_STATE))
+		fail("ibv_modify_qp(ERR): %s", strerror(errno));
+
+	deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	while (!(n = ibv_poll_cq(cq, 1, &wc)) && now_ns() < deadline)
+		sleep_until(now_ns() + 10000000ull);
+	if (n < 0)
+		fail("ibv_poll_cq: %d", n);
+	if (n == 0)
+		fail("read-close: the RDMA READ outstanding at the graceful close never completed (%d ms after the QP went to ERROR)",
+		     timeout_ms);
+	if (wc.wr_id != wr.wr_id || wc.status == IBV_WC_SUCCESS)
+		fail("read-close: completion wr_id %#" PRIx64 " status %s, expected the READ's (%#" PRIx64 ") in error",
+		     (uint64_t)wc.wr_id, ibv_wc_status_str(wc.status),
+		     (uint64_t)wr.wr_id);
+	note("OK: read-close: the RDMA READ completed with %s after the QP went to ERROR",
+	     ibv_wc_status_str(wc.status));
+
+	rdma_destroy_qp(id);
+	if (ibv_dereg_mr(mr))
+		fail("ibv_dereg_mr: %s", strerror(errno));
+	if (ibv_destroy_cq(cq))
+		fail("ibv_destroy_cq: %s", strerror(errno));
+	if (ibv_dealloc_pd(pd))
+		fail("ibv_dealloc_pd: %s", strerror(errno));
+	if (rdma_destroy_id(id))
+		fail("rdma_destroy_id: %s", strerror(errno));
+	return 0;
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s -s|-c -a ADDR [-p PORT] -m MODE [-n COUNT] [-k K]\n"
 		"          [-P PARALLEL] [-t TIMEOUT_MS] [-l LEAD_MS] [-L LINGER_MS]\n"
 		"          [-b BACKLOG]\n"
-		"modes: both after reject destroy-req destroy-listen flood (-s) hold\n", argv0);
+		"modes: both after reject destroy-req destroy-listen flood (-s) hold\n"
+		"       read-close (-c)\n", argv0);
 	exit(2);
 }
 
@@ -739,7 +855,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (is_server < 0 || !addr || count < 1 || parallel < 1 || kth < 1 ||
-	    timeout_ms < 1 || backlog < 0 || (mode == M_FLOOD && !is_server))
+	    timeout_ms < 1 || backlog < 0 || lead_ms < 0 ||
+	    (mode == M_FLOOD && !is_server) || (mode == M_READ_CLOSE && is_server))
 		usage(argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -760,6 +877,8 @@ int main(int argc, char **argv)
 		ret = client_disc();
 	else if (mode == M_HOLD)
 		ret = client_hold();
+	else if (mode == M_READ_CLOSE)
+		ret = client_read_close();
 	else
 		ret = client_refused();
 
