@@ -384,8 +384,8 @@ c_ci_tests=${IWCM_CHECK_C_TESTS:-rping.sh disconnect.sh reject_listener.sh hosti
 # siw, issue 10: ours survives what oopses the C iw_cm; upstream siw's
 # BH-unsafe sk_callback_lock primes lockdep against any test after it).
 # With lanes, the collection in two boots.
-rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh connect_flood.sh hold_scale.sh stuck_handler.sh trace_events.sh unload_race.sh}
-rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh killed_listener.sh cm_table.sh connect_flood.sh hold_scale.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
+rust_ci_tests=${IWCM_CHECK_RUST_TESTS:-rping.sh disconnect.sh reject_listener.sh hostile_peer.sh siw_halfopen_unplug.sh siw_flush.sh killed_listener.sh cm_table.sh connect_flood.sh hold_scale.sh stuck_handler.sh trace_events.sh unload_race.sh}
+rust_tests_a=${IWCM_CHECK_RUST_TESTS_A:-hostile_peer.sh siw_halfopen_unplug.sh siw_flush.sh killed_listener.sh cm_table.sh connect_flood.sh hold_scale.sh stuck_handler.sh trace_events.sh unload_race.sh module_unload.sh}
 rust_tests_b=${IWCM_CHECK_RUST_TESTS_B:-siw_bringup.sh rping.sh accept_race.sh ucmatose.sh cmtime.sh rdma_server_client.sh perftest.sh kill_teardown.sh disconnect.sh reject_listener.sh provider_load.sh}
 
 job_suite_c_ci() {

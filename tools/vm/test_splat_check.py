@@ -3,9 +3,11 @@
 """Host tests of splat-check.py (make hosttest): which console logs fail a
 run, and where the rdma_cm handler_mutex lockdep report is accepted.
 testdata/rdma-cm-lockdep.txt is the head and tail of the report the
-sample_unplug selftest draws (its middle cut); upstream-siw-lockdep.txt
-and upstream-siw-kmemleak.txt the reports of upstream siw faults that
---allow-upstream-siw accepts (tools/testing/siw/0002 and 0006)."""
+sample_unplug selftest draws (its middle cut); upstream-siw-lockdep.txt,
+upstream-siw-kmemleak.txt and upstream-siw-flush-uaf.txt the reports of
+upstream siw faults that --allow-upstream-siw accepts
+(tools/testing/siw/0002, 0006 and 0010: the last from siw_flush.sh with
+upstream siw, 2026-12-07)."""
 import contextlib
 import importlib.util
 import io
@@ -26,6 +28,8 @@ with open(os.path.join(HERE, "testdata", "upstream-siw-lockdep.txt")) as _f:
     SIW_LOCKDEP = _f.read()
 with open(os.path.join(HERE, "testdata", "upstream-siw-kmemleak.txt")) as _f:
     SIW_KMEMLEAK = _f.read()
+with open(os.path.join(HERE, "testdata", "upstream-siw-flush-uaf.txt")) as _f:
+    SIW_FLUSH_UAF = _f.read()
 # 0005's fault: upstream siw puts a listening endpoint twice; never accepted.
 SIW_UAF = """[  300.100000] ==================================================================
 [  300.100000] BUG: KASAN: slab-use-after-free in siw_cep_set_inuse+0x2d/0x1c0 [siw]
@@ -141,6 +145,31 @@ class SplatCheck(unittest.TestCase):
         rc, out = self.run_check(SIW_LOCKDEP + SIW_UAF, "--allow-upstream-siw")
         self.assertEqual(rc, 1)
         self.assertIn("siw_cep_set_inuse", out)
+
+    def test_upstream_siw_flush_uaf_accepted_naming_0010(self):
+        rc, out = self.run_check(SIW_FLUSH_UAF, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("tools/testing/siw/0010-", out)
+        self.assertEqual(self.run_check(SIW_FLUSH_UAF)[0], 1)
+
+    def test_use_after_free_in_another_siw_function_fatal(self):
+        other = SIW_FLUSH_UAF.replace("in siw_sq_flush_wr+0xee/0x150 [siw]",
+                                      "in siw_sq_flush+0xee/0x150 [siw]")
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_flush_write_after_free_fatal(self):
+        # Only siw's read of the freed WR's next pointer is 0010's.
+        other = SIW_FLUSH_UAF.replace("Read of size 8 at", "Write of size 8 at")
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_selftest_quote_of_an_accepted_report(self):
+        quote = "# # dmesg (upstream siw): [ 80.264367] BUG: KASAN: slab-use-after-free in siw_sq_flush_wr+0xee/0x150 [siw]\n"
+        self.assertEqual(self.run_check(SIW_FLUSH_UAF + quote, "--allow-upstream-siw")[0], 0)
+        # Without the allowance the quote is a splat like the report.
+        self.assertEqual(self.run_check(quote)[0], 1)
+        # Any other quote of a report stays fatal.
+        other = quote.replace("dmesg (upstream siw)", "dmesg")
+        self.assertEqual(self.run_check(SIW_FLUSH_UAF + other, "--allow-upstream-siw")[0], 1)
 
     def test_other_warning_stays_fatal_with_siw_allowance(self):
         self.assertEqual(self.run_check(SIW_KMEMLEAK + WARN, "--allow-upstream-siw")[0], 1)

@@ -5,7 +5,9 @@
 # tree and patched with the fixes in this folder (see each patch's message),
 # as an out-of-tree siw.ko in tools/testing/siw/build/ (never committed).
 # The VM tests load it instead of the kernel's siw.ko (lib.sh: load_siw),
-# for the C and the Rust iw_cm alike.
+# for the C and the Rust iw_cm alike.  Also builds flush_test/'s
+# siw_flush_test.ko, the test of 0010 (selftests/iw_cm/siw_flush.sh), which
+# runs against this siw and against upstream's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../kernel/env.sh"
@@ -27,3 +29,4 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 	echo "$want" > "$stamp"
 fi
 make -C "$KDIR" M="$out" "${KMAKE_ARGS[@]}" CONFIG_RDMA_SIW=m modules
+make -C "$KDIR" M="$here/flush_test" "${KMAKE_ARGS[@]}" modules

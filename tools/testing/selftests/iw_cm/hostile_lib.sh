@@ -6,6 +6,7 @@
 # after lib.sh.
 
 PEER=$(dirname "$0")/mpa_peer.py
+RDMA_DISC=$(dirname "$0")/rdma_disc
 # IWCM_HOSTILE_SERVER_CASES / IWCM_HOSTILE_CLIENT_CASES select cases (for
 # a manual run: e.g. the C iw_cm, IWCM_SIW=stock and only "garbage" shows
 # the oops this test guards against).
@@ -178,16 +179,20 @@ rdma_client_case() {
 # ksmbd waited for the READ forever): an XFAIL naming
 # tools/testing/siw/0009 with IWCM_SIW=stock, a failure with the test siw.
 read_close_case() {
-	local siw=$1 rc ok=0
+	local siw=$1 peer rc ok=0
 	local plog=$IWCM_TMP/srv-read_close-$siw.log clog=$IWCM_TMP/read_close-$siw.log
 	local what="RDMA READ outstanding at a graceful close ($siw siw): flushed once the QP is in ERROR"
 	PORT_SRV=$((PORT_SRV + 1))
+	if [ ! -x "$RDMA_DISC" ]; then
+		ktap_test_fail "$what: no $RDMA_DISC (make -C tools/testing/selftests/iw_cm)"
+		return
+	fi
 	iwcm_spawn peer "$plog" python3 "$PEER" server reply_hold "$IWCM_ADDR" $PORT_SRV --timeout 30
 	if ! iwcm_wait_for "$PEER_START_S" iwcm_log_has "$plog" "listening on"; then
 		iwcm_log "mpa_peer.py server reply_hold did not start in $PEER_START_S s"
 		iwcm_show_log "$plog" 5
 	else
-		timeout -k 5 45 "$(dirname "$0")/rdma_disc" -c -a "$IWCM_ADDR" -p $PORT_SRV -m read-close -l 500 -t 5000 >"$clog" 2>&1
+		timeout -k 5 60 "$RDMA_DISC" -c -a "$IWCM_ADDR" -p $PORT_SRV -m read-close -l 500 -t 15000 >"$clog" 2>&1
 		rc=$?
 		iwcm_log "read-close ($siw siw): rdma_disc exit $rc: $(grep -E 'OK:|FAIL:' "$clog" | head -n1)"
 		[ "$rc" -eq 0 ] && iwcm_log_has "$clog" "OK: read-close" && ok=1

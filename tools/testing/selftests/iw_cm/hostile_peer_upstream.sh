@@ -9,6 +9,8 @@
 # itself (a NULL or short MPA v2 control read in siw_proc_mpareply, not
 # iw_cm: hostile_lib.sh's SIW_CRASHERS), one more it misreads without harm
 # (SIW_MISREADS: it reads past the reply); those run only with the test siw.
+# The read-close case (an RDMA READ outstanding at a graceful close) is an
+# XFAIL naming tools/testing/siw/0009: upstream siw never completes it.
 # IWCM_QUICK=1 (make check) keeps issue 10's inputs (hostile_lib.sh).
 #
 # A boot of its own, and not in the default collection: upstream siw takes
