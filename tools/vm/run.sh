@@ -16,7 +16,8 @@
 #     --allow-upstream-siw accept the reports of upstream siw's own faults that a
 #                          tools/testing/siw patch fixes, each by its signature
 #                          (splat-check.py: 0002's lockdep report, 0006's leaked
-#                          endpoint); for a boot with IWCM_SIW=stock only
+#                          endpoint, 0010's KASAN read of a flushed WR); for a
+#                          boot with IWCM_SIW=stock only
 #     --no-kmemleak        skip the kmemleak scan at the end
 #
 # The console log is saved as results/NAME-<time>/console.log.  Any kernel

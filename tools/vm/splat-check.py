@@ -16,7 +16,8 @@ tests before it keep the report fatal).
 --allow-upstream-siw (the boot that runs the selftests against the kernel's
 own, unpatched siw: IWCM_SIW=stock) accepts the reports of upstream siw
 faults that the test siw fixes, each matched by its own signature, and
-nothing else (and a selftest's "dmesg (upstream siw): " quotes of them):
+nothing else (and a selftest's "dmesg (upstream siw): " quote of the first
+line of a report accepted in the same log):
   tools/testing/siw/0002  lockdep's "SOFTIRQ-safe -> SOFTIRQ-unsafe lock
       order detected" (or "inconsistent lock state") about sk_callback_lock
       (clock-AF_INET), made softirq-unsafe by a siw socket callback
@@ -64,9 +65,11 @@ SIW_LOCKDEP_HDR = re.compile(
 SIW_CALLBACK = re.compile(r"\bsiw_(qp|cm)_llp_(data_ready|state_change|write_space)\+0x[0-9a-f]+/0x[0-9a-f]+ \[siw\]")
 SIW_KMEMLEAK_ALLOC = re.compile(r"\bsiw_(cep_alloc|cm_alloc_work)\+0x[0-9a-f]+/0x[0-9a-f]+ \[siw\]")
 # A selftest's quote of a report that it found to be upstream siw's alone,
-# by asking this script (lib.sh iwcm_upstream_siw_splats, iwcm_finish): the
-# report itself is in the log too and judged there.
-SIW_QUOTE = re.compile(r"^\s*# # dmesg \(upstream siw\): ")
+# by asking this script (lib.sh iwcm_upstream_siw_splats, iwcm_finish):
+# "# # dmesg (upstream siw): [ts] HEADER".  Skipped only when HEADER is,
+# word for word, the first line of a report accepted in the same log (the
+# report itself judged there); anything else on the line keeps it fatal.
+SIW_QUOTE = re.compile(r"^\s*# # dmesg \(upstream siw\): (?:\[\s*\d+\.\d+\]\s?)?(.*)$")
 LOCKDEP_ALLOWED = re.compile(
     r"WARNING: possible (recursive locking detected|circular locking dependency detected)")
 
@@ -155,6 +158,15 @@ def rdma_cm_handler_mutex_report(block):
     return "[rdma_cm]" in text
 
 
+def quoted_accepted_report(line, accepted):
+    """Is LINE a selftest's quote of a report whose first line is one of
+    ACCEPTED (and nothing more)?"""
+    m = SIW_QUOTE.search(line)
+    if not m:
+        return False
+    return m.group(1).strip() in accepted
+
+
 def main(argv):
     allow = False
     allow_siw = False
@@ -183,6 +195,12 @@ def main(argv):
         allow_from = 0
         if marker is not None:
             allow_from = next((i for i, l in enumerate(lines) if marker in l), len(lines))
+        # The first lines of the upstream siw reports accepted in this
+        # log, which a selftest may quote.
+        siw_accepted = set()
+        if allow_siw:
+            siw_accepted = {block[0].strip() for _, block, rest in reports_with_rest(lines)
+                            if upstream_siw_report(block, rest)}
         for idx, block, rest in reports_with_rest(lines):
             # "[ cut here ]" is followed by the real header: report once.
             if block[0].startswith("------------[ cut here ]") and len(block) == 1:
@@ -191,7 +209,7 @@ def main(argv):
                 allowed += 1
                 print("splat-check: accepted rdma_cm handler_mutex lockdep report at line %d" % (idx + 1))
                 continue
-            if allow_siw and SIW_QUOTE.search(block[0]):
+            if allow_siw and quoted_accepted_report(block[0], siw_accepted):
                 continue
             fix = upstream_siw_report(block, rest) if allow_siw else None
             if fix:

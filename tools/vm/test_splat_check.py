@@ -162,14 +162,40 @@ class SplatCheck(unittest.TestCase):
         other = SIW_FLUSH_UAF.replace("Read of size 8 at", "Write of size 8 at")
         self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
 
+    def test_upstream_siw_rq_flush_uaf_accepted(self):
+        rq = SIW_FLUSH_UAF.replace("siw_sq_flush_wr+0xee/0x150", "siw_rq_flush_wr+0x9c/0xe0")
+        rc, out = self.run_check(rq, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("tools/testing/siw/0010-", out)
+
+    QUOTE = ("# # dmesg (upstream siw): [ 80.264367] BUG: KASAN: slab-use-after-free"
+             " in siw_sq_flush_wr+0xee/0x150 [siw]\n")
+
     def test_selftest_quote_of_an_accepted_report(self):
-        quote = "# # dmesg (upstream siw): [ 80.264367] BUG: KASAN: slab-use-after-free in siw_sq_flush_wr+0xee/0x150 [siw]\n"
-        self.assertEqual(self.run_check(SIW_FLUSH_UAF + quote, "--allow-upstream-siw")[0], 0)
+        text = SIW_FLUSH_UAF + self.QUOTE + "# ok 6 teardown (rdma link delete) # XFAIL\n"
+        self.assertEqual(self.run_check(text, "--allow-upstream-siw")[0], 0)
         # Without the allowance the quote is a splat like the report.
-        self.assertEqual(self.run_check(quote)[0], 1)
+        self.assertEqual(self.run_check(self.QUOTE)[0], 1)
         # Any other quote of a report stays fatal.
-        other = quote.replace("dmesg (upstream siw)", "dmesg")
+        other = self.QUOTE.replace("dmesg (upstream siw)", "dmesg")
         self.assertEqual(self.run_check(SIW_FLUSH_UAF + other, "--allow-upstream-siw")[0], 1)
+
+    def test_quote_without_its_report_fatal(self):
+        self.assertEqual(self.run_check(self.QUOTE, "--allow-upstream-siw")[0], 1)
+        # The quote of another report than the one accepted.
+        other = self.QUOTE.replace("siw_sq_flush_wr", "siw_rq_flush_wr")
+        self.assertEqual(self.run_check(SIW_FLUSH_UAF + other, "--allow-upstream-siw")[0], 1)
+
+    def test_report_after_a_quote_fatal(self):
+        text = SIW_FLUSH_UAF + self.QUOTE + WARN
+        self.assertEqual(self.run_check(text, "--allow-upstream-siw")[0], 1)
+
+    def test_report_interleaved_with_a_quote_fatal(self):
+        # A kernel report printed into the middle of a quote's line on
+        # the serial console.
+        cut = self.QUOTE.index("in siw_sq")
+        text = SIW_FLUSH_UAF + self.QUOTE[:cut] + WARN.strip() + self.QUOTE[cut:]
+        self.assertEqual(self.run_check(text, "--allow-upstream-siw")[0], 1)
 
     def test_other_warning_stays_fatal_with_siw_allowance(self):
         self.assertEqual(self.run_check(SIW_KMEMLEAK + WARN, "--allow-upstream-siw")[0], 1)

@@ -13,14 +13,18 @@
  * handler synchronously, from the post.  With upstream siw, KASAN reports
  * a slab-use-after-free in siw_sq_flush_wr() and siw_rq_flush_wr() (the
  * freed WR's next pointer: the read still finds the next WR, see struct
- * flush_wr).  Logs one line per queue:
+ * flush_wr; every report is printed only with kasan_multi_shot, which the
+ * test VM boots with).  Logs one line per queue:
  *
- *	siw_flush_test: siw0: send: 2 of 2 WRs flushed (post 0)
+ *	siw_flush_test: siw0: send: 2 of 2 WRs flushed, 0 other (post 0)
  *
- * and frees everything before load returns; unload it afterwards.  Load
- * fails with -ENODEV when there is no such siw device.  For
+ * ("other": completions with another status) and frees everything before
+ * load returns; unload it afterwards.  Load fails with -ENODEV when there
+ * is no such siw device, with -ENOMEM when a WR cannot be allocated.  For
  * tools/testing/selftests/iw_cm/siw_flush.sh; never installed.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
@@ -34,8 +38,11 @@ MODULE_PARM_DESC(dev, "the siw device to test (default siw0)");
 /*
  * One WR, allocated alone and freed by the completion handler.  The WR
  * sits behind some padding: a freed object's first bytes hold KASAN's free
- * metadata, and upstream siw's late read of wr->next must still find the
- * next WR (a KASAN report, not a wild pointer).
+ * metadata (generic KASAN: 16-24 bytes), and upstream siw's late read of
+ * wr->next must still find the next WR (a KASAN report, not a wild
+ * pointer).  The object stays in KASAN's quarantine meanwhile; SLUB's
+ * free pointer, once it is released, lands on @recv (half the object
+ * size), never on a WR's @next: keep it so when changing the layout.
  */
 struct flush_wr {
 	u8 pad[64];
@@ -46,11 +53,12 @@ struct flush_wr {
 	};
 };
 
-/* The completion handler's counts. */
+/* The completion handler's counts: WRs completed, and of those not flushed. */
 struct flush_counts {
 	int send;
 	int recv;
-	int not_flushed;
+	int send_other;
+	int recv_other;
 };
 
 /* Polls every completion and frees its WR; called by siw from the post. */
@@ -62,12 +70,13 @@ static void flush_comp_handler(struct ib_cq *cq, void *ctx)
 
 	while (ib_poll_cq(cq, 1, &wc) > 0) {
 		w = (struct flush_wr *)(uintptr_t)wc.wr_id;
-		if (wc.status != IB_WC_WR_FLUSH_ERR)
-			counts->not_flushed++;
-		if (w->recv)
+		if (w->recv) {
 			counts->recv++;
-		else
+			counts->recv_other += wc.status != IB_WC_WR_FLUSH_ERR;
+		} else {
 			counts->send++;
+			counts->send_other += wc.status != IB_WC_WR_FLUSH_ERR;
+		}
 		kfree(w);
 	}
 	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
@@ -79,7 +88,7 @@ static int flush_alloc(struct flush_wr **w, bool recv)
 	int i;
 
 	for (i = 0; i < FLUSH_WRS; i++) {
-		w[i] = kzalloc(sizeof(*w[i]), GFP_KERNEL);
+		w[i] = kzalloc_obj(*w[i]);
 		if (!w[i])
 			goto err;
 		w[i]->recv = recv;
@@ -103,8 +112,8 @@ err:
 }
 
 /* Posts both chains to @qp (in ERROR) and logs what completed. */
-static void flush_post(struct ib_device *ibdev, struct ib_qp *qp,
-		       struct flush_counts *counts)
+static int flush_post(struct ib_device *ibdev, struct ib_qp *qp,
+		      struct flush_counts *counts)
 {
 	const struct ib_send_wr *bad_send;
 	const struct ib_recv_wr *bad_recv;
@@ -112,24 +121,24 @@ static void flush_post(struct ib_device *ibdev, struct ib_qp *qp,
 	int ret, i;
 
 	if (flush_alloc(w, false))
-		return;
+		return -ENOMEM;
 	ret = ib_post_send(qp, &w[0]->send, &bad_send);
 	/* siw completes in order: the WRs not completed are still ours. */
 	for (i = counts->send; i < FLUSH_WRS; i++)
 		kfree(w[i]);
-	pr_info("siw_flush_test: %s: send: %d of %d WRs flushed (post %d)\n",
-		dev_name(&ibdev->dev), counts->send, FLUSH_WRS, ret);
+	pr_info("%s: send: %d of %d WRs flushed, %d other (post %d)\n",
+		dev_name(&ibdev->dev), counts->send - counts->send_other,
+		FLUSH_WRS, counts->send_other, ret);
 
 	if (flush_alloc(w, true))
-		return;
+		return -ENOMEM;
 	ret = ib_post_recv(qp, &w[0]->recv_wr, &bad_recv);
 	for (i = counts->recv; i < FLUSH_WRS; i++)
 		kfree(w[i]);
-	pr_info("siw_flush_test: %s: recv: %d of %d WRs flushed (post %d)\n",
-		dev_name(&ibdev->dev), counts->recv, FLUSH_WRS, ret);
-	if (counts->not_flushed)
-		pr_info("siw_flush_test: %s: %d completion(s) not a flush error\n",
-			dev_name(&ibdev->dev), counts->not_flushed);
+	pr_info("%s: recv: %d of %d WRs flushed, %d other (post %d)\n",
+		dev_name(&ibdev->dev), counts->recv - counts->recv_other,
+		FLUSH_WRS, counts->recv_other, ret);
+	return 0;
 }
 
 /* The test on one device: its resources are gone when this returns. */
@@ -168,7 +177,7 @@ static int flush_run(struct ib_device *ibdev)
 	if (!ret)
 		ret = ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
 	if (!ret)
-		flush_post(ibdev, qp, &counts);
+		ret = flush_post(ibdev, qp, &counts);
 	ib_destroy_qp(qp);
 out_cq:
 	ib_destroy_cq(cq);
@@ -177,7 +186,7 @@ out_pd:
 	return ret;
 }
 
-static int flush_found = -ENODEV;
+static int flush_result = -ENODEV;
 
 /* Runs the test on the siw device named @dev; keeps no client data. */
 static int flush_add_one(struct ib_device *ibdev)
@@ -185,10 +194,10 @@ static int flush_add_one(struct ib_device *ibdev)
 	if (ibdev->ops.driver_id != RDMA_DRIVER_SIW ||
 	    strcmp(dev_name(&ibdev->dev), dev))
 		return -EOPNOTSUPP;
-	flush_found = flush_run(ibdev);
-	if (flush_found)
-		pr_err("siw_flush_test: %s: set-up failed: %d\n",
-		       dev_name(&ibdev->dev), flush_found);
+	flush_result = flush_run(ibdev);
+	if (flush_result)
+		pr_err("%s: test failed to run: %d\n", dev_name(&ibdev->dev),
+		       flush_result);
 	return -EOPNOTSUPP;
 }
 
@@ -204,9 +213,9 @@ static int __init siw_flush_test_init(void)
 	if (ret)
 		return ret;
 	ib_unregister_client(&flush_client);
-	if (flush_found == -ENODEV)
-		pr_err("siw_flush_test: no siw device %s\n", dev);
-	return flush_found;
+	if (flush_result == -ENODEV)
+		pr_err("no siw device %s\n", dev);
+	return flush_result;
 }
 
 static void __exit siw_flush_test_exit(void)
