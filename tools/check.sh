@@ -417,8 +417,9 @@ job_iwpm_c() {
 # it in a copy of this tree.
 # iser.sh runs with the test isert (tools/testing/isert/: the kernel's plus
 # 0001, the DEVICE_REMOVAL handler waits for its connection's release;
-# 0002, a failed control PDU taken off its connection's list; and 0003,
-# the cm_id destroyed after the QP and the device's resources), which
+# 0002, a failed control PDU taken off its connection's list; 0003,
+# the cm_id destroyed after the QP and the device's resources; and 0004,
+# a connection never established released), which
 # tools/vm/run.sh puts in place of the kernel's; make check-all shows
 # 0001's race with the kernel's isert (job isert_race).
 ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh iser.sh}

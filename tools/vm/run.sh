@@ -33,6 +33,7 @@
 # IWCM_SMBDIRECT_KO, IWCM_CIFS and IWCM_CIFS_KO (on the ULP kernel: which
 # ib_isert.ko, smbdirect.ko and cifs.ko; default the test ones of
 # tools/testing/isert/, smbdirect/ and cifs/; forwarded),
+# IWCM_ISER_RTR_FORCE=1 (iser.sh's RTR-peer case also where it is skipped),
 # IWCM_VM_SMP (vCPUs, default 2), IWCM_VM_LOCK (lock file that serialises VM runs; default
 # $IWCM_CACHE/vm.lock: give a long soak its own to run beside other runs).
 # Another kernel than the test kernel (tools/distro/vm-test.sh: Debian's):
@@ -83,7 +84,7 @@ printf '%s\n' "$@" > "$res/argv"
 	echo "set -o pipefail"
 	# The guest's HOME is /tmp: hand over where the kernel cache and the
 	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_SMBDIRECT IWCM_CIFS IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_TEST_TIMEOUT IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOLD_COUNT IWCM_HOLD_READS IWCM_HOLD_SETUP_S IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_ISER_RTR_FORCE IWCM_SMBDIRECT IWCM_CIFS IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_TEST_TIMEOUT IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOLD_COUNT IWCM_HOLD_READS IWCM_HOLD_SETUP_S IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
 		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf '%q ' "$@"; echo

@@ -242,6 +242,14 @@ CLIENT_CASES = {
     "request_then_rst": (req_v2(b"hello"), "rst"),
     "long_pdata": (req_v2(b"L" * 300), "close"),
     "huge_ird_ord": (frame(KEY_REQ, F_ENHANCED | 2, v2(IRD_ORD_MASK, IRD_ORD_MASK)), "close"),
+    # A well-formed peer-to-peer request that asks for an RTR frame (an
+    # RDMA WRITE of length 0 as the initiator's first frame), the reply
+    # read, and then no RTR: siw has accepted and waits for that frame
+    # with no timer, so the listener's connection is never ESTABLISHED
+    # (iser.sh: isert's DEVICE_REMOVAL waited for it for good,
+    # tools/testing/isert/0004).  Held until --timeout or siw closes.
+    "rtr_hold": (frame(KEY_REQ, F_ENHANCED | 2,
+                       v2(8 | V2_PEER_TO_PEER, 8 | V2_WRITE_RTR) + b"\0" * 4), "rtr_hold"),
 }
 
 
@@ -413,6 +421,15 @@ def run_client(case, addr, port, timeout):
         end(s, how, min(timeout, 8))
         return 0
     if how == "hold_long":
+        end(s, "hold", timeout)
+        return 0
+    if how == "rtr_hold":
+        rep = read_frame(s, timeout)
+        if rep is None or rep[0] != KEY_REP or rep[1] & F_REJECT:
+            log("no MPA reply accepting the request")
+            s.close()
+            return 1
+        log("accepted; the RTR frame it asked for is never sent")
         end(s, "hold", timeout)
         return 0
     rep = read_frame(s, 3)
