@@ -18,7 +18,13 @@ SERVER_CASES=${IWCM_HOSTILE_SERVER_CASES:-"garbage overlong_pd_len reject reject
 # as a protocol error); fixed by tools/testing/siw/0008.
 SIW_CRASHERS="enhanced_no_pdata enhanced_short_pdata"
 SIW_MISREADS="reply_then_fpdu"
-CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage overlong_pd_len wrong_key bad_revision markers enhanced_short_pdata truncated truncated_hold silent_hold silent_close truncated_pdata request_then_rst long_pdata huge_ird_ord"}
+CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage overlong_pd_len wrong_key bad_revision markers enhanced_short_pdata truncated truncated_hold silent_hold silent_close truncated_pdata request_then_rst long_pdata huge_ird_ord rtr_close"}
+# A listener case that crashes the C iw_cm: a request asking for an RTR
+# frame, closed once accepted; siw reports the close as CLOSE before
+# ESTABLISHED, on which iwcm.c's cm_close_handler() BUG()s (ours delivers
+# DISCONNECTED: Documentation/provider_contracts.rst, M10).  Skipped with
+# the C iw_cm.
+C_CRASHERS="rtr_close"
 # The upstream-siw part: every case but SIW_CRASHERS and SIW_MISREADS.  IWCM_QUICK=1 (make
 # check; make check-all runs all) keeps the inputs of issue 10 there: the
 # garbage reply (NULL + 4 private data), a length beyond the MPA limit and
@@ -48,10 +54,11 @@ fi
 # With ours, IWCM_QUICK=1 keeps issue 10's inputs and one case of each
 # kind the full run has (a bad key, truncated private data, the reply with
 # the first FPDU behind it, huge IRD/ORD, the MPA timeout; a truncated and
-# a silent request): about half the cases, half the time under TCG.
+# a silent request, and the close before an RTR frame): about half the
+# cases, half the time under TCG.
 if [ "${IWCM_QUICK:-0}" = 1 ] && [ "${IWCM_IMPL:-}" = rust ]; then
 	SERVER_CASES=${IWCM_HOSTILE_SERVER_CASES:-"garbage overlong_pd_len reject_pdata wrong_key truncated_pdata reply_then_fpdu huge_ird_ord silence"}
-	CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage long_pdata truncated silent_hold huge_ird_ord"}
+	CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage long_pdata truncated silent_hold huge_ird_ord rtr_close"}
 fi
 n_srv=$(wc -w <<<"$SERVER_CASES")
 n_cli=$(wc -w <<<"$CLIENT_CASES")
@@ -224,6 +231,10 @@ listener_cases() {
 		iwcm_log "rping -s -P did not listen on $PORT_LSN"
 	fi
 	for c in $cases; do
+		if [ "${IWCM_IMPL:-}" = c ] && [[ " $C_CRASHERS " == *" $c "* ]]; then
+			ktap_test_skip "hostile MPA client, $c ($siw siw): not with the C iw_cm (BUG() in cm_close_handler() on siw's CLOSE before ESTABLISHED)"
+			continue
+		fi
 		plog=$IWCM_TMP/cli-$c-$siw.log
 		timeout -k 5 30 python3 "$PEER" client "$c" "$IWCM_ADDR" $PORT_LSN --timeout 15 >"$plog" 2>&1
 		prc=$?
