@@ -80,15 +80,6 @@ results_root=${IWCM_RESULTS_DIR:-$IWCM_TOP/results}
 res=$results_root/$name-$(date +%Y%m%d-%H%M%S)-$$
 mkdir -p "$res"
 printf '%s\n' "$@" > "$res/argv"
-{
-	echo "set -o pipefail"
-	# The guest's HOME is /tmp: hand over where the kernel cache and the
-	# repo are, and the test selection, instead of letting env.sh guess.
-	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_ISER_RTR_FORCE IWCM_SMBDIRECT IWCM_CIFS IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_TEST_TIMEOUT IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOLD_COUNT IWCM_HOLD_READS IWCM_HOLD_SETUP_S IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
-		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
-	done
-	printf '%q ' "$@"; echo
-} > "$res/cmd.sh"
 pwd > "$res/cwd"
 # rdma_cm: the test rdma_cm (tools/testing/rdma_cm/: the kernel's plus its
 # fixes) replaces the kernel's rdma_cm.ko in the guest, as the test siw
@@ -170,6 +161,17 @@ if [ "$IWCM_KFLAVOUR" = ulp ] && [ -z "${IWCM_VM_KERNEL:-}" ]; then
 	test_ulp_module smbdirect smbdirect build/smbdirect/smbdirect.ko
 	test_ulp_module cifs cifs build/fs/smb/client/cifs.ko
 fi
+# The guest's command, with the environment it gets (after the test ULP
+# modules: test_ulp_module exports which of them is in place).
+{
+	echo "set -o pipefail"
+	# The guest's HOME is /tmp: hand over where the kernel cache and the
+	# repo are, and the test selection, instead of letting env.sh guess.
+	for v in IWCM_CACHE IWCM_TOP KSRC IWCM_KFLAVOUR IWCM_IMPL IWCM_C_IWCM IWCM_ISERT IWCM_ISER_RTR_FORCE IWCM_SMBDIRECT IWCM_CIFS IWCM_TESTS IWCM_SIW IWCM_RUST_PARAMS IWCM_KUNIT_PARAMS IWCM_KUNIT_MIN_CM_IDS IWCM_TEST_TIMEOUT IWCM_SOAK_LIVE IWCM_QUICK IWCM_HOLD_COUNT IWCM_HOLD_READS IWCM_HOLD_SETUP_S IWCM_HOSTILE_SERVER_CASES IWCM_HOSTILE_CLIENT_CASES IWCM_HOSTILE_QUICK_SERVER_CASES IWCM_HOSTILE_QUICK_CLIENT_CASES IWCM_SIW_DYNDBG KSELFTEST_DIR; do
+		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
+	done
+	printf '%q ' "$@"; echo
+} > "$res/cmd.sh"
 # The selftests, built (the C tool, gcc: seconds here, most of a minute
 # under TCG) and installed in the kselftest layout here, into the results
 # share: guest-tests.sh copies that instead of running make in the guest
