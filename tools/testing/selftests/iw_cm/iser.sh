@@ -9,8 +9,9 @@
 # DEVICE_REMOVAL handler waits for its connection to go down and returns
 # 1; ib_iser destroys its QP in its handler), `rdma link add` again,
 # recovery shown by an 8 MB direct write and read-back, link flaps under
-# fio, logout, then `rdma link delete` with a connection that a peer never
-# let get established (below), no id left.
+# fio, logout, then peers that never let a connection get established
+# (below: one closes, one stays silent across `rdma link delete`), no id
+# left.
 #
 # isert's portal listener is destroyed by DEVICE_REMOVAL (its handler
 # returns -1 and nothing listens again but on ADDR_CHANGE), so after the
@@ -32,7 +33,7 @@ IQN=iqn.2026-12.org.iwcm:selftest
 INIT_IQN=iqn.2026-12.org.iwcm:initiator
 NS=iwcm-iscsi-tcp
 T=/sys/kernel/config/target
-iwcm_init iser 15 iscsiadm iscsid nsenter setsid fio
+iwcm_init iser 16 iscsiadm iscsid nsenter setsid fio
 ulp_require_modules "iSER" target_core_mod target_core_file iscsi_target_mod ib_isert ib_iser sd_mod
 ulp_quick
 iwcm_setup_or_bail
@@ -149,30 +150,46 @@ lun_dev() {
 }
 lun_ready() { local d; d=$(lun_dev) && [ -b "$d" ]; }
 
-# rtr_peer_removal: a peer that asks for an RTR frame (MPA v2 peer-to-peer)
-# and never sends one (mpa_peer.py client rtr_hold).  siw accepts it for
+# rtr_peers: peers that ask for an RTR frame (MPA v2 peer-to-peer) and never
+# send one (mpa_peer.py client rtr_close, rtr_hold).  siw accepts each for
 # isert and waits for that frame with no timer, so isert's connection is
-# never ESTABLISHED: ISER_CONN_INIT, on no list that iSCSI tears down.
-# `rdma link delete` must still return; isert's DEVICE_REMOVAL handler
-# waited for that connection for good (tools/testing/isert/0004).  One
-# KTAP result; the link is added again after it (if it went).  IWCM_ISER_RTR_FORCE=1
-# runs it where it is skipped, to show what happens there.
-rtr_peer_removal() {
+# never ESTABLISHED: ISER_CONN_INIT, on no list that iSCSI tears down.  A
+# peer that closes must not leave it behind (its cm_id goes, not only at
+# the portal's removal), and with a peer that stays silent `rdma link
+# delete` must still return: isert's DEVICE_REMOVAL handler waited for
+# that connection for good (tools/testing/isert/0004).  Two KTAP results;
+# the link is added again after the delete (if it went).
+# IWCM_ISER_RTR_FORCE=1 runs them where they are skipped, to show what
+# happens there.
+rtr_peers() {
+	local what_close="a peer that asked for an RTR frame and closed leaves no iSER connection behind"
 	local what="rdma link delete with an iSER connection whose peer asked for an RTR frame and sent none"
-	local peer_pid log=$IWCM_TMP/rtr-peer.log secs rc
-	if [ "$IWCM_IMPL" != rust ] && [ "${IWCM_ISER_RTR_FORCE:-0}" != 1 ]; then
-		# The release destroys the connection's QP, siw then reports
-		# its close as CLOSE before ESTABLISHED, and iwcm.c's
+	local peer_pid log=$IWCM_TMP/rtr-peer.log clog=$IWCM_TMP/rtr-close.log secs rc why=
+	if [ "$IWCM_IMPL" != rust ]; then
+		# siw reports the close (the peer's, or the QP's destruction
+		# in the release) as CLOSE before ESTABLISHED, and iwcm.c's
 		# cm_close_handler() BUG()s in CONN_RECV.
-		ktap_test_skip "$what: not with the C iw_cm (BUG() in cm_close_handler() on the CLOSE siw sends before ESTABLISHED: Documentation/provider_contracts.rst, M10)"
-		return
+		why="not with the C iw_cm (BUG() in cm_close_handler() on the CLOSE siw sends before ESTABLISHED: Documentation/provider_contracts.rst, M10)"
+	elif [ "${IWCM_ISERT:-stock}" != patched ] || [ -n "${ISERT_DELAYS:-}" ]; then
+		why="not with an isert without tools/testing/isert/0004 (the kernel's, IWCM_ISERT not patched, or the --delay builds: the connection stays, and its DEVICE_REMOVAL handler waits for it for good)"
 	fi
-	if { [ "${IWCM_ISERT:-stock}" != patched ] || [ -n "${ISERT_DELAYS:-}" ]; } &&
-			[ "${IWCM_ISER_RTR_FORCE:-0}" != 1 ]; then
-		ktap_test_skip "$what: not with an isert without tools/testing/isert/0004 (the kernel's, IWCM_ISERT not patched, or the --delay builds: its DEVICE_REMOVAL handler waits for that connection for good)"
+	if [ -n "$why" ] && [ "${IWCM_ISER_RTR_FORCE:-0}" != 1 ]; then
+		ktap_test_skip "$what_close: $why"
+		ktap_test_skip "$what: $why"
 		return
 	fi
 	iwcm_listening "$PORT" || portal_relisten
+	timeout -k 5 40 python3 "$(dirname "$0")/mpa_peer.py" client rtr_close \
+		"$IWCM_ADDR" "$PORT" --timeout 20 >"$clog" 2>&1
+	if ! grep -q "RTR frame it asked for is never sent" "$clog"; then
+		iwcm_show_log "$clog"
+		ktap_test_fail "$what_close: the portal did not accept the peer's request"
+	elif iwcm_wait_for 15 iser_accepted_ids_gone; then
+		ktap_test_pass "$what_close"
+	else
+		iwcm_dev_cm_ids | grep -E ":$PORT " | while IFS= read -r l; do iwcm_log "left: $l"; done
+		ktap_test_fail "$what_close (its cm_id still there 15 s later)"
+	fi
 	iwcm_spawn peer_pid "$log" python3 "$(dirname "$0")/mpa_peer.py" client rtr_hold \
 		"$IWCM_ADDR" "$PORT" --timeout 120
 	if ! iwcm_wait_for 20 grep -q "RTR frame it asked for is never sent" "$log"; then
@@ -193,6 +210,10 @@ rtr_peer_removal() {
 	if [ $rc -eq 0 ]; then
 		__ulp_relink || iwcm_log "rdma link add after the RTR peer's case failed"
 	fi
+}
+# No rdma_cm id of the portal's port but its listener.
+iser_accepted_ids_gone() {
+	! iwcm_dev_cm_ids | grep -E "src-addr +[0-9.]+:$PORT " | grep -qvE " state +LISTEN "
 }
 
 ok=1
@@ -249,11 +270,12 @@ t0=$(__iwcm_now)
 if iwcm_wait_for 30 target_sessions_gone; then
 	ulp_note target_session_gone_s "$(__iwcm_elapsed "$t0")"
 	ktap_test_pass "the target's session gone after the logout"
-	rtr_peer_removal
+	rtr_peers
 	lio_stop
 else
 	iwcm_log "left: target session $(tr '\n' ' ' < "$tpg/dynamic_sessions"); the LIO target stays configured"
 	ktap_test_fail "the target's session gone after the logout (still there 30 s later)"
+	ktap_test_skip "a peer that asked for an RTR frame and closed: not run, the target still has a session"
 	ktap_test_skip "rdma link delete with a peer that asked for an RTR frame: not run, the target still has a session"
 fi
 # (Never `kill 0`: that is this test's whole process group.)
