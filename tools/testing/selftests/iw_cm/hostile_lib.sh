@@ -20,7 +20,7 @@ SIW_CRASHERS="enhanced_no_pdata enhanced_short_pdata"
 SIW_MISREADS="reply_then_fpdu"
 CLIENT_CASES=${IWCM_HOSTILE_CLIENT_CASES:-"garbage overlong_pd_len wrong_key bad_revision markers enhanced_short_pdata truncated truncated_hold silent_hold silent_close truncated_pdata request_then_rst long_pdata huge_ird_ord rtr_close"}
 # A listener case that crashes the C iw_cm: a request asking for an RTR
-# frame, closed once accepted; siw reports the close as CLOSE before
+# frame, reset once accepted; siw reports the reset as CLOSE before
 # ESTABLISHED, on which iwcm.c's cm_close_handler() BUG()s (ours delivers
 # DISCONNECTED: Documentation/provider_contracts.rst, M10).  Skipped with
 # the C iw_cm.

@@ -255,8 +255,10 @@ CLIENT_CASES = {
     # (iser.sh: isert's DEVICE_REMOVAL waited for it for good,
     # tools/testing/isert/0004).  Held until --timeout or siw closes.
     "rtr_hold": (req_rtr(), "rtr_hold"),
-    # The same, closed once the reply is in: siw reports the close as
+    # The same, reset once the reply is in: siw reports the reset as
     # CLOSE before ESTABLISHED (the C iw_cm BUG()s in cm_close_handler()).
+    # (A FIN would not do: it wakes siw's RTR data_ready, which then
+    # reports ESTABLISHED first.)
     "rtr_close": (req_rtr(), "rtr_close"),
 }
 
@@ -438,7 +440,7 @@ def run_client(case, addr, port, timeout):
             s.close()
             return 1
         log("accepted; the RTR frame it asked for is never sent")
-        end(s, "hold" if how == "rtr_hold" else "close", timeout)
+        end(s, "hold" if how == "rtr_hold" else "rst", timeout)
         return 0
     rep = read_frame(s, 3)
     if rep is not None and rep[1] & F_REJECT:
