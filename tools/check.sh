@@ -449,7 +449,9 @@ job_kunit_rust() {
 	# (75,000 of its lifecycles -- an active cm_id, or a listener and its
 	# children -- about 106,000 cm_ids, each created, driven and
 	# destroyed; kunit.sh requires 100,000; off at a plain insmod), the
-	# nvme-rdma unplug, the fail_iw_cm fault-injection storm, and
+	# nvme-rdma unplug, remote peers that never let a connection be
+	# established against nvmet-rdma and rping (remote_peer.sh, with
+	# panic_on_warn=1), the fail_iw_cm fault-injection storm, and
 	# rdma-core's iwpmd: killed mid-burst and restarted (no adopted
 	# address of another family), the port mapper requests freed once
 	# answered (iw_cm unloaded, kmemleak scanned), and last the sample
@@ -459,7 +461,7 @@ job_kunit_rust() {
 	# nothing runs after it).  Two vCPUs whatever the lanes use.
 	IWCM_VM_SMP=${IWCM_CHECK_KUNIT_SMP:-2} IWCM_KUNIT_PARAMS=stress_lifecycles=75000 \
 		suite rust kunit-nvme-fault-iwpm-sample-rust \
-		"kunit.sh nvme_unplug.sh fault_storm.sh iwpmd.sh iwpm_requests.sh sample_unplug.sh" \
+		"kunit.sh nvme_unplug.sh remote_peer.sh fault_storm.sh iwpmd.sh iwpm_requests.sh sample_unplug.sh" \
 		--allow-rdma-cm-lockdep-after "# selftests: iw_cm: sample_unplug.sh"
 }
 job_kunit_scale_rust() {

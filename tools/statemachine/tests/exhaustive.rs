@@ -113,17 +113,18 @@ fn provider_events_never_invalid_or_wait() {
 }
 
 #[test]
-fn wait_only_for_disconnect_while_connect_or_accept_in_flight() {
-    // iw_cm_disconnect is the only call that waits on IWCM_F_CONNECT_WAIT
-    // in our design (destroy never waits).
+fn wait_only_for_disconnect_while_the_downcall_runs() {
+    // iw_cm_disconnect is the only call that waits in our design (destroy
+    // never waits), and only while its own iw_connect/iw_accept runs:
+    // never in a state where only the network can end the wait.
     for_every_pair("Wait", |s, i, o| {
         if o != Outcome::Wait {
             return Ok(());
         }
         ensure(
             matches!(i, Input::Disconnect { .. })
-                && matches!(s, State::ConnSent | State::Accepting),
-            "only iw_cm_disconnect in ConnSent/Accepting may wait",
+                && matches!(s, State::Connecting | State::Accepting),
+            "only iw_cm_disconnect in Connecting/Accepting may wait",
         )
     });
 }
@@ -380,13 +381,13 @@ fn disconnect_events_are_never_delivered() {
 
 #[test]
 fn leaving_connsent_or_accepting_wakes_waiters() {
-    // A disconnect answered Wait in ConnSent/Accepting sleeps until the
+    // A disconnect answered Wait in Connecting/Accepting sleeps until the
     // state moves on; every way out must wake it.
     for_every_pair("waiter left asleep", |s, _, o| {
         let Some((next, a)) = effect(o) else {
             return Ok(());
         };
-        if matches!(s, State::ConnSent | State::Accepting) && next != s {
+        if matches!(s, State::Connecting | State::Accepting) && next != s {
             ensure(
                 a.contains(Actions::WAKE_CONNECT_WAITERS),
                 "leaves without WAKE_CONNECT_WAITERS",
@@ -416,6 +417,10 @@ fn non_transitions_change_nothing() {
             (State::Destroying, Input::ConnectFailed | Input::AcceptFailed) => ensure(
                 a == Actions::RELEASE_QP,
                 "late downcall failure only releases",
+            ),
+            (State::ConnSent, Input::Disconnect { .. }) => ensure(
+                a == Actions::QP_ERR,
+                "a disconnect awaiting CONNECT_REPLY only resets the QP",
             ),
             _ => ensure(a == Actions::NONE, "self-loop must have no actions"),
         }

@@ -129,14 +129,23 @@ impl AllocContext {
     }
 }
 
-/// Provider faults seen since the module was loaded (every one; the WARN
-/// is once per call site).
+/// Provider faults seen since the module was loaded (every one; the log
+/// line is once per call site).
 pub(crate) static PROVIDER_FAULTS: Atomic<usize> = Atomic::new(0);
+
+/// debugfs iw_cm/provider_faults (iw_cm_exports.c): the provider faults
+/// seen since the module was loaded (out-of-state, duplicate or unknown
+/// events, malformed event fields).  Any context.
+#[no_mangle]
+pub(crate) extern "C" fn iwcm_provider_fault_count() -> usize {
+    PROVIDER_FAULTS.load(Relaxed)
+}
 
 /// How a provider fault is logged.
 #[derive(PartialEq, Eq)]
 pub(crate) enum FaultLog {
-    /// The production case: a warning (and a WARN once per call site).
+    /// The production case: a warning line, once per call site (never a
+    /// WARN: see [`provider_fault!`]).
     Warn,
     /// Expected by the KUnit suite on its fake device: an info line.
     /// (Only [`expected_fault_log`] chooses it: never constructed on a
@@ -152,8 +161,8 @@ pub(crate) enum FaultLog {
 /// How to log a provider fault of a cm_id on `dev` (`None` when the fault
 /// has no cm_id).  Always [`FaultLog::Warn`] for a real provider: only the
 /// fake device the test module names ([`expect_faults`]) gets another
-/// answer.  (The WARN may come from the delivery worker, where KUnit's
-/// per-task warning suppression does not reach.)  Any context.
+/// answer.  (The line may come from the delivery worker, outside the
+/// KUnit case's task.)  Any context.
 pub(crate) fn fault_log(dev: Option<&DevInfo>) -> FaultLog {
     #[cfg(CONFIG_KUNIT)]
     if let Some(log) = dev.and_then(|d| expected_fault_log(d.connect_op)) {
@@ -239,8 +248,14 @@ impl DevInfo {
 }
 
 /// Counts a provider fault (a duplicate, out-of-state or unknown event) of
-/// a cm_id on the device `$dev` and warns once per call site: `WARN_ONCE`
-/// in C terms, where iwcm.c has `BUG()` for some of these.
+/// a cm_id on the device `$dev`, traces it and logs a warning line once per
+/// call site (`pr_warn_once` in C terms), where iwcm.c has `BUG()` for some
+/// of these.  Never a WARN: a remote peer can make a provider send each of
+/// them (siw reports ESTABLISHED after its close work when a FIN races its
+/// RTR wait, CLOSE before ESTABLISHED on a reset), and with
+/// `panic_on_warn` a WARN would be a remote crash.  The count is in
+/// debugfs (`iw_cm/provider_faults`), every occurrence in the
+/// `iw_cm_provider_fault` tracepoint.
 macro_rules! provider_fault {
     ($dev:expr, $($arg:tt)*) => {{
         PROVIDER_FAULTS.add(1, Relaxed);
@@ -251,7 +266,6 @@ macro_rules! provider_fault {
             FaultLog::Warn => {
                 kernel::do_once_lite! {
                     pr_warn!($($arg)*);
-                    kernel::warn_on!(true);
                 }
             }
         }
@@ -644,9 +658,11 @@ impl CmId {
         } else {
             Ok(())
         };
-        if ret.is_err() {
-            self.apply_call_failure(Input::ConnectFailed);
-        }
+        self.apply_call_result(if ret.is_ok() {
+            Input::ConnectDone
+        } else {
+            Input::ConnectFailed
+        });
         ret
     }
 
@@ -658,9 +674,11 @@ impl CmId {
         } else {
             Ok(())
         };
-        if ret.is_err() {
-            self.apply_call_failure(Input::AcceptFailed);
-        }
+        self.apply_call_result(if ret.is_ok() {
+            Input::AcceptDone
+        } else {
+            Input::AcceptFailed
+        });
         ret
     }
 
@@ -694,9 +712,12 @@ impl CmId {
         }
     }
 
-    /// Undoes a failed connect/accept downcall: releases the QP reference
-    /// outside the lock and wakes disconnect waiters.
-    fn apply_call_failure(&self, input: Input) {
+    /// Takes the return of a connect/accept downcall (`input`: done or
+    /// failed): the state machine leaves Connecting/Accepting (or stays
+    /// where the provider's events already took the id); a failure's QP
+    /// reference is dropped outside the lock.  Wakes the disconnect
+    /// callers that waited for the downcall.
+    fn apply_call_result(&self, input: Input) {
         let qp = {
             let mut g = self.inner.lock();
             match state::step(g.state, input) {
@@ -732,7 +753,11 @@ impl CmId {
         ret
     }
 
-    /// `iw_cm_disconnect`.
+    /// `iw_cm_disconnect`.  Waits only while this cm_id's own
+    /// `iw_connect`/`iw_accept` downcall runs, never for the network: an
+    /// accepted id still waiting for ESTABLISHED is reset (QP to ERR) and
+    /// hears CLOSE from the provider; a connecting id waiting for
+    /// CONNECT_REPLY has its QP reset and hears the CONNECT_REPLY.
     pub(crate) fn disconnect(&self, abrupt: bool) -> Result {
         let me = current_task();
         let (actions, qp) = {

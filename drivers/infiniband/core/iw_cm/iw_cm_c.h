@@ -119,7 +119,9 @@ void *iwcm_table_next(struct iwcm_table_read *r, void *v, long long *pos);
 void iwcm_table_stop(void *v);
 int iwcm_table_show(struct seq_file *m, void *v);
 
-/* In Rust (cm_id.rs): the number of live cm_ids (debugfs iw_cm/count). */
+/* In Rust (cm_id.rs): the number of live cm_ids (debugfs iw_cm/count) and
+ * of provider faults seen (debugfs iw_cm/provider_faults). */
 size_t iwcm_live_count(void);
+size_t iwcm_provider_fault_count(void);
 
 #endif /* IW_CM_C_H */

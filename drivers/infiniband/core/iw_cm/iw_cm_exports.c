@@ -354,6 +354,13 @@ static int iwcm_count_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(iwcm_count);
 
+static int iwcm_provider_faults_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "%zu\n", iwcm_provider_fault_count());
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(iwcm_provider_faults);
+
 static struct dentry *iwcm_debugfs_dir;
 
 void iwcm_c_debugfs_init(void)
@@ -361,6 +368,8 @@ void iwcm_c_debugfs_init(void)
 	iwcm_debugfs_dir = debugfs_create_dir("iw_cm", NULL);
 	debugfs_create_file("count", 0444, iwcm_debugfs_dir, NULL, &iwcm_count_fops);
 	debugfs_create_file("cm_ids", 0444, iwcm_debugfs_dir, NULL, &iwcm_ids_fops);
+	debugfs_create_file("provider_faults", 0444, iwcm_debugfs_dir, NULL,
+			    &iwcm_provider_faults_fops);
 }
 
 void iwcm_c_debugfs_exit(void)

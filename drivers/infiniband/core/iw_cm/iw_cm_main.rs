@@ -376,11 +376,15 @@ pub unsafe extern "C" fn iw_cm_connect(
 /// with a reset when `abrupt` is non-zero (QP to ERR).
 ///
 /// CLOSE follows.  Returns 0 when the peer already closed or the id is not
-/// connected.  Waits while this cm_id's connect/accept is in flight.
-/// Errors: -EINVAL on a listener or a destroyed id, on a connected id with
-/// no QP (a user-mode client's, as iwcm.c), and when called from this
-/// cm_id's own handler while its connect/accept is in flight (where iwcm.c
-/// would wait for itself).  May sleep.
+/// connected.  Waits while this cm_id's `iw_connect`/`iw_accept` downcall
+/// runs, never for the network (iwcm.c waits for ESTABLISHED or
+/// CONNECT_REPLY): an accepted id that has not heard ESTABLISHED is reset
+/// (QP to ERR, graceful or not) and hears CLOSE; a connecting id that has
+/// not heard CONNECT_REPLY has its QP reset and hears the (failed)
+/// CONNECT_REPLY.  Errors: -EINVAL on a listener or a destroyed id, on a
+/// connected id with no QP (a user-mode client's, as iwcm.c), and when
+/// called from this cm_id's own handler while its downcall runs (where
+/// iwcm.c would wait for itself).  May sleep.
 ///
 /// # Safety
 ///

@@ -184,6 +184,16 @@ mod tests {
     }
 
     #[test]
+    fn disconnect_of_an_accepted_id_does_not_wait_for_established() -> Result {
+        lifecycle::disconnect_of_an_accepted_id_does_not_wait_for_established()
+    }
+
+    #[test]
+    fn disconnect_of_a_connecting_id_does_not_wait_for_the_reply() -> Result {
+        lifecycle::disconnect_of_a_connecting_id_does_not_wait_for_the_reply()
+    }
+
+    #[test]
     fn a_blocked_handler_does_not_delay_other_cm_ids() -> Result {
         lifecycle::a_blocked_handler_does_not_delay_other_cm_ids()
     }

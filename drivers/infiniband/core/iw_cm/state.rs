@@ -15,10 +15,16 @@
 //! reaches the ULP (siw_destroy_qp and c4iw_destroy_qp wait for it).
 //!
 //! Mirrors the states of `enum iw_cm_state` in drivers/infiniband/core/iwcm.h,
-//! with one addition: [`State::Accepting`] is C's CONN_RECV with
-//! IWCM_F_CONNECT_WAIT set (iw_cm_accept called, ESTABLISHED not yet
-//! delivered).  Where C calls BUG() this machine answers
-//! [`Outcome::ProviderFault`] (the glue warns once and drops the event) or
+//! with three additions that split C's IWCM_F_CONNECT_WAIT in two: while
+//! the provider's `iw_accept` or `iw_connect` runs ([`State::Accepting`],
+//! [`State::Connecting`]) and after it returned, when only the network can
+//! bring ESTABLISHED or CONNECT_REPLY ([`State::AcceptSent`],
+//! [`State::ConnSent`]).  iwcm.c's `iw_cm_disconnect` waits for the flag to
+//! clear, i.e. for the remote peer; this machine waits only for the
+//! downcall ([`Outcome::Wait`]) and afterwards resets the connection (QP to
+//! ERR), so that a silent peer cannot hold a teardown.  Where C calls BUG()
+//! this machine answers [`Outcome::ProviderFault`] (the glue counts it and
+//! logs it once, without a WARN: a peer can cause every one of them) or
 //! [`Outcome::Invalid`] (the ULP gets -EINVAL).
 
 /// Connection state of a cm_id (`enum iw_cm_state` in iwcm.h).
@@ -30,9 +36,16 @@ pub enum State {
     Listen,
     /// Inbound request delivered, waiting for the ULP to accept or reject.
     ConnRecv,
-    /// `iw_cm_accept` succeeded, waiting for ESTABLISHED.
+    /// `iw_cm_accept` called, the provider's `iw_accept` still running
+    /// (C: CONN_RECV with IWCM_F_CONNECT_WAIT, during the downcall).
     Accepting,
-    /// Outbound connect sent, waiting for CONNECT_REPLY.
+    /// `iw_accept` returned 0, waiting for ESTABLISHED from the network
+    /// (C: CONN_RECV with IWCM_F_CONNECT_WAIT, after the downcall).
+    AcceptSent,
+    /// `iw_cm_connect` called, the provider's `iw_connect` still running
+    /// (C: CONN_SENT during the downcall).
+    Connecting,
+    /// `iw_connect` returned 0, waiting for CONNECT_REPLY from the network.
     ConnSent,
     /// Connection established.
     Established,
@@ -54,10 +67,14 @@ pub enum Input {
     Connect,
     /// Provider: `iw_connect` (or the port mapper) failed.
     ConnectFailed,
+    /// Provider: `iw_connect` returned 0.
+    ConnectDone,
     /// ULP: `iw_cm_accept`.
     Accept,
     /// Provider: `iw_accept` failed.
     AcceptFailed,
+    /// Provider: `iw_accept` returned 0.
+    AcceptDone,
     /// ULP: `iw_cm_reject`.
     Reject,
     /// ULP: `iw_cm_disconnect`; `abrupt` resets the connection.
@@ -153,15 +170,16 @@ pub enum Outcome {
     },
     /// A ULP call not allowed in this state: return -EINVAL, change nothing.
     Invalid,
-    /// `iw_cm_disconnect` while a connect/accept is in flight: wait for this
-    /// cm_id's CONNECT_REPLY/ESTABLISHED (or the failure of the downcall)
-    /// and retry.  Never returned for calls from the id's own handler, which
-    /// the glue answers without waiting.
+    /// `iw_cm_disconnect` while this cm_id's `iw_connect`/`iw_accept`
+    /// downcall runs: wait for the downcall to return (never for the
+    /// network) and retry.  The glue answers a call from the id's own
+    /// handler with -EINVAL instead of waiting.
     Wait,
     /// A provider event after destroy: drop it silently.
     Drop,
     /// A provider event that is impossible in this state (duplicate or out
-    /// of order): warn once, drop it, take `next` and `actions` (used to
+    /// of order): count it, log it once (no WARN: a remote peer can make
+    /// a provider send it), drop it, take `next` and `actions` (used to
     /// release the QP when a CLOSE comes early).
     ProviderFault {
         /// The next state.
@@ -189,11 +207,19 @@ pub fn step(state: State, input: Input) -> Outcome {
         (S::Listen, I::ListenFailed) => go(S::Idle, A::NONE),
         (_, I::ListenFailed) => Outcome::Invalid,
 
-        (S::Idle, I::Connect) => go(S::ConnSent, A::ATTACH_QP | A::PROVIDER_CONNECT),
+        (S::Idle, I::Connect) => go(S::Connecting, A::ATTACH_QP | A::PROVIDER_CONNECT),
         (_, I::Connect) => Outcome::Invalid,
-        (S::ConnSent, I::ConnectFailed) => go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS),
+        (S::Connecting, I::ConnectFailed) => go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS),
         (S::Destroying, I::ConnectFailed) => go(S::Destroying, A::RELEASE_QP),
         (_, I::ConnectFailed) => Outcome::Invalid,
+        (S::Connecting, I::ConnectDone) => go(S::ConnSent, A::WAKE_CONNECT_WAITERS),
+        // The provider's events overtook its return (siw may deliver
+        // CONNECT_REPLY before iw_connect returns), or the ULP destroyed
+        // the id meanwhile: nothing left to do.
+        (S::Established | S::Closing | S::Idle | S::Destroying, I::ConnectDone) => {
+            go(state, A::NONE)
+        }
+        (_, I::ConnectDone) => Outcome::Invalid,
 
         (S::ConnRecv, I::Accept) => go(S::Accepting, A::ATTACH_QP | A::PROVIDER_ACCEPT),
         (_, I::Accept) => Outcome::Invalid,
@@ -201,6 +227,13 @@ pub fn step(state: State, input: Input) -> Outcome {
         (S::Accepting, I::AcceptFailed) => go(S::Idle, A::RELEASE_QP | A::WAKE_CONNECT_WAITERS),
         (S::Destroying, I::AcceptFailed) => go(S::Destroying, A::RELEASE_QP),
         (_, I::AcceptFailed) => Outcome::Invalid,
+        (S::Accepting, I::AcceptDone) => go(S::AcceptSent, A::WAKE_CONNECT_WAITERS),
+        // As for ConnectDone (siw reports ESTABLISHED from iw_accept when
+        // no RTR frame is awaited).
+        (S::Established | S::Closing | S::Idle | S::Destroying, I::AcceptDone) => {
+            go(state, A::NONE)
+        }
+        (_, I::AcceptDone) => Outcome::Invalid,
 
         (S::ConnRecv, I::Reject) => go(S::Idle, A::PROVIDER_REJECT),
         (_, I::Reject) => Outcome::Invalid,
@@ -212,11 +245,26 @@ pub fn step(state: State, input: Input) -> Outcome {
         // The peer closed first, or accept/connect failed, or the ULP never
         // accepted: nothing to do, and not an error (iwcm.c).
         (S::Closing | S::Idle | S::ConnRecv, I::Disconnect { .. }) => go(state, A::NONE),
-        (S::ConnSent | S::Accepting, I::Disconnect { .. }) => Outcome::Wait,
+        // The provider's downcall is running: wait for it to return.
+        (S::Connecting | S::Accepting, I::Disconnect { .. }) => Outcome::Wait,
+        // Accepted, and only the network can bring ESTABLISHED (siw waits
+        // for the peer's RTR frame with no timer): iwcm.c waits for it,
+        // for good if the peer stays silent.  Reset the connection instead,
+        // graceful or not (nothing was established to close gracefully):
+        // the provider reports CLOSE (siw at once, from the QP's move to
+        // ERR), which is delivered.
+        (S::AcceptSent, I::Disconnect { .. }) => go(S::Closing, A::QP_ERR),
+        // Connecting, and only the network can bring CONNECT_REPLY: reset
+        // the QP and stay; the provider's CONNECT_REPLY (siw: its MPA reply
+        // timer at the latest) ends the connect as usual.
+        (S::ConnSent, I::Disconnect { .. }) => go(S::ConnSent, A::QP_ERR),
         (S::Destroying, I::Disconnect { .. }) => Outcome::Invalid,
 
         (S::Listen, I::Destroy) => go(S::Destroying, A::PROVIDER_DESTROY_LISTEN | A::UNMAP),
-        (S::Established | S::ConnSent | S::Accepting, I::Destroy) => go(
+        (
+            S::Established | S::Connecting | S::ConnSent | S::Accepting | S::AcceptSent,
+            I::Destroy,
+        ) => go(
             S::Destroying,
             A::QP_ERR | A::RELEASE_QP | A::UNMAP | A::WAKE_CONNECT_WAITERS,
         ),
@@ -224,9 +272,16 @@ pub fn step(state: State, input: Input) -> Outcome {
         (S::ConnRecv, I::Destroy) => go(S::Destroying, A::PROVIDER_REJECT | A::UNMAP),
         (S::Destroying, I::Destroy) => Outcome::Invalid,
 
-        (S::Idle | S::ConnSent | S::ConnRecv | S::Accepting | S::Established, I::InitQpAttr) => {
-            go(state, A::NONE)
-        }
+        (
+            S::Idle
+            | S::Connecting
+            | S::ConnSent
+            | S::ConnRecv
+            | S::Accepting
+            | S::AcceptSent
+            | S::Established,
+            I::InitQpAttr,
+        ) => go(state, A::NONE),
         (_, I::InitQpAttr) => Outcome::Invalid,
 
         // ---- provider events (at delivery, in order) ---------------------
@@ -241,10 +296,10 @@ pub fn step(state: State, input: Input) -> Outcome {
             actions: A::NONE,
         },
 
-        (S::ConnSent, I::EvConnectReply { ok: true }) => {
+        (S::Connecting | S::ConnSent, I::EvConnectReply { ok: true }) => {
             go(S::Established, A::DELIVER | A::WAKE_CONNECT_WAITERS)
         }
-        (S::ConnSent, I::EvConnectReply { ok: false }) => go(
+        (S::Connecting | S::ConnSent, I::EvConnectReply { ok: false }) => go(
             S::Idle,
             A::RELEASE_QP | A::DELIVER | A::WAKE_CONNECT_WAITERS,
         ),
@@ -253,9 +308,14 @@ pub fn step(state: State, input: Input) -> Outcome {
             actions: A::NONE,
         },
 
-        (S::Accepting, I::EvEstablished) => {
+        (S::Accepting | S::AcceptSent, I::EvEstablished) => {
             go(S::Established, A::DELIVER | A::WAKE_CONNECT_WAITERS)
         }
+        // Also in Closing when the ULP disconnected an accepted id before
+        // ESTABLISHED came and the provider's ESTABLISHED was already on
+        // its way (siw's RTR data_ready racing the QP's move to ERR):
+        // CLOSE follows and ends the connection; the ULP, which asked to
+        // close it, does not hear of it opening.
         (_, I::EvEstablished) => Outcome::ProviderFault {
             next: state,
             actions: A::NONE,
@@ -264,7 +324,10 @@ pub fn step(state: State, input: Input) -> Outcome {
         (S::Established, I::EvDisconnect) => go(S::Closing, A::NONE),
         // The peer's DISCONNECT racing our own disconnect, or arriving after
         // a failed connect: iwcm.c ignores it, and so do we.
-        (S::Closing | S::Idle | S::ConnSent | S::Accepting, I::EvDisconnect) => go(state, A::NONE),
+        (
+            S::Closing | S::Idle | S::Connecting | S::ConnSent | S::Accepting | S::AcceptSent,
+            I::EvDisconnect,
+        ) => go(state, A::NONE),
         (S::Listen | S::ConnRecv, I::EvDisconnect) => Outcome::ProviderFault {
             next: state,
             actions: A::NONE,
@@ -276,7 +339,7 @@ pub fn step(state: State, input: Input) -> Outcome {
         // (siw_cm.c SIW_CM_WORK_PEER_CLOSE in RDMA_MODE: DISCONNECT, then
         // CLOSE).  C would BUG(); the ULP hears CLOSE (rdma_cm:
         // DISCONNECTED), or its queue would wait for ESTABLISHED forever.
-        (S::Accepting, I::EvClose) => go(
+        (S::Accepting | S::AcceptSent, I::EvClose) => go(
             S::Idle,
             A::RELEASE_QP | A::DELIVER | A::WAKE_CONNECT_WAITERS,
         ),
@@ -284,7 +347,7 @@ pub fn step(state: State, input: Input) -> Outcome {
         // (siw reports a dropped connection as CONNECT_REPLY -ECONNRESET).
         // Drop the event but still release the QP so that destroy_qp
         // cannot hang.
-        (S::ConnSent, I::EvClose) => Outcome::ProviderFault {
+        (S::Connecting | S::ConnSent, I::EvClose) => Outcome::ProviderFault {
             next: S::Idle,
             actions: A::RELEASE_QP | A::WAKE_CONNECT_WAITERS,
         },
@@ -300,16 +363,23 @@ pub fn step(state: State, input: Input) -> Outcome {
 pub const fn may_hold_qp(state: State) -> bool {
     matches!(
         state,
-        State::ConnSent | State::Accepting | State::Established | State::Closing
+        State::Connecting
+            | State::ConnSent
+            | State::Accepting
+            | State::AcceptSent
+            | State::Established
+            | State::Closing
     )
 }
 
 /// All states, for exhaustive tests.
-pub const ALL_STATES: [State; 8] = [
+pub const ALL_STATES: [State; 10] = [
     State::Idle,
     State::Listen,
     State::ConnRecv,
     State::Accepting,
+    State::AcceptSent,
+    State::Connecting,
     State::ConnSent,
     State::Established,
     State::Closing,
@@ -317,13 +387,15 @@ pub const ALL_STATES: [State; 8] = [
 ];
 
 /// All inputs, for exhaustive tests.
-pub const ALL_INPUTS: [Input; 17] = [
+pub const ALL_INPUTS: [Input; 19] = [
     Input::Listen,
     Input::ListenFailed,
     Input::Connect,
     Input::ConnectFailed,
+    Input::ConnectDone,
     Input::Accept,
     Input::AcceptFailed,
+    Input::AcceptDone,
     Input::Reject,
     Input::Disconnect { abrupt: false },
     Input::Disconnect { abrupt: true },

@@ -20,8 +20,10 @@ pub fn is_ulp_call(input: Input) -> bool {
         | Input::ListenFailed
         | Input::Connect
         | Input::ConnectFailed
+        | Input::ConnectDone
         | Input::Accept
         | Input::AcceptFailed
+        | Input::AcceptDone
         | Input::Reject
         | Input::Disconnect { .. }
         | Input::Destroy
@@ -47,15 +49,17 @@ pub fn state_index(state: State) -> usize {
         State::Listen => 1,
         State::ConnRecv => 2,
         State::Accepting => 3,
-        State::ConnSent => 4,
-        State::Established => 5,
-        State::Closing => 6,
-        State::Destroying => 7,
+        State::AcceptSent => 4,
+        State::Connecting => 5,
+        State::ConnSent => 6,
+        State::Established => 7,
+        State::Closing => 8,
+        State::Destroying => 9,
     }
 }
 
 /// Number of `State` variants (keep in sync with [`state_index`]).
-pub const NUM_STATES: usize = 8;
+pub const NUM_STATES: usize = 10;
 
 /// Position of `input` in a canonical order, distinguishing the payloads.
 pub fn input_index(input: Input) -> usize {
@@ -64,24 +68,26 @@ pub fn input_index(input: Input) -> usize {
         Input::ListenFailed => 1,
         Input::Connect => 2,
         Input::ConnectFailed => 3,
-        Input::Accept => 4,
-        Input::AcceptFailed => 5,
-        Input::Reject => 6,
-        Input::Disconnect { abrupt: false } => 7,
-        Input::Disconnect { abrupt: true } => 8,
-        Input::Destroy => 9,
-        Input::InitQpAttr => 10,
-        Input::EvConnectRequest => 11,
-        Input::EvConnectReply { ok: true } => 12,
-        Input::EvConnectReply { ok: false } => 13,
-        Input::EvEstablished => 14,
-        Input::EvDisconnect => 15,
-        Input::EvClose => 16,
+        Input::ConnectDone => 4,
+        Input::Accept => 5,
+        Input::AcceptFailed => 6,
+        Input::AcceptDone => 7,
+        Input::Reject => 8,
+        Input::Disconnect { abrupt: false } => 9,
+        Input::Disconnect { abrupt: true } => 10,
+        Input::Destroy => 11,
+        Input::InitQpAttr => 12,
+        Input::EvConnectRequest => 13,
+        Input::EvConnectReply { ok: true } => 14,
+        Input::EvConnectReply { ok: false } => 15,
+        Input::EvEstablished => 16,
+        Input::EvDisconnect => 17,
+        Input::EvClose => 18,
     }
 }
 
 /// Number of distinct inputs (keep in sync with [`input_index`]).
-pub const NUM_INPUTS: usize = 17;
+pub const NUM_INPUTS: usize = 19;
 
 /// Index of a (state, input) pair in `0..NUM_STATES * NUM_INPUTS`.
 pub fn pair_index(state: State, input: Input) -> usize {

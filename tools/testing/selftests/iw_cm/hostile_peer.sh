@@ -26,7 +26,8 @@
 #                 client, which must connect and ping.
 #
 # Ends with the leak checks (no rdma_cm id left, the iw_cm cm_id count
-# back to its baseline) and the splat check.  The same cases against the
+# back to its baseline) and the splat check.  With ours it runs with
+# panic_on_warn=1 (lib.sh's iwcm_panic_on_warn).  The same cases against the
 # unpatched upstream siw are hostile_peer_upstream.sh, in a boot of its own.
 # With IWCM_SIW=stock (make check-all's suite_stock_siw_rust: the whole
 # collection against upstream siw) the cases that crash upstream siw itself
@@ -40,6 +41,8 @@
 # setup + server cases + rdma_client + read-close + listener cases + well-behaved client
 iwcm_init hostile_peer $((1 + n_srv + 1 + 1 + n_cli + 1)) rping rdma_client python3
 iwcm_setup_or_bail
+# With ours: no case may draw a WARN (each is a remote peer's doing).
+iwcm_panic_on_warn
 [ "${IWCM_QUICK:-0}" = 1 ] &&
 	iwcm_log "IWCM_QUICK=1 with the $IWCM_IMPL iw_cm: $n_srv server and $n_cli client cases (make check-all runs all)"
 [ "$IWCM_IMPL" = rust ] ||

@@ -885,6 +885,10 @@ iwcm_upstream_siw_splats() {
 # (XFAIL), 4 when all skipped, 0 pass.
 iwcm_finish() {
 	local splats rc
+	if [ -n "$IWCM_PANIC_ON_WARN_OLD" ]; then
+		echo "$IWCM_PANIC_ON_WARN_OLD" > /proc/sys/kernel/panic_on_warn
+		IWCM_PANIC_ON_WARN_OLD=
+	fi
 	if [ "$IWCM_SETUP_DONE" = 1 ]; then
 		iwcm_check_no_leak
 		local acct=0 eps=
@@ -945,6 +949,22 @@ iwcm_finish() {
 		exit "$KSFT_SKIP"
 	fi
 	exit "$KSFT_PASS"
+}
+
+# iwcm_panic_on_warn: with ours, kernel.panic_on_warn=1 until iwcm_finish
+# (which restores it): a WARN that a remote peer can draw is a remote
+# crash on such a machine, so the tests of what peers send run with it
+# (issue 39; Documentation/iw_cm.rst, "What a remote peer can do").  A
+# WARN then panics the guest and the job fails.  Not with the C iw_cm,
+# whose BUG()s on some peers the tests skip anyway, nor with upstream siw
+# (IWCM_SIW=stock), whose own faults (KASAN reports, which panic_on_warn
+# turns into panics too) are XFAILs there.
+IWCM_PANIC_ON_WARN_OLD=
+iwcm_panic_on_warn() {
+	[ "$IWCM_IMPL" = rust ] && ! iwcm_stock_siw && [ -w /proc/sys/kernel/panic_on_warn ] || return 0
+	read -r IWCM_PANIC_ON_WARN_OLD < /proc/sys/kernel/panic_on_warn
+	echo 1 > /proc/sys/kernel/panic_on_warn
+	iwcm_log "$IWCM_NAME: panic_on_warn=1 until the end of the test (was $IWCM_PANIC_ON_WARN_OLD)"
 }
 
 # iwcm_setup_or_bail: setup, or fail every planned result and exit.

@@ -11,12 +11,15 @@ speaks DDP/RDMAP: a connection that does get established is closed (or
 reset) by the peer after a moment.
 
   mpa_peer.py server CASE ADDR PORT [--timeout S]
-  mpa_peer.py client CASE ADDR PORT [--timeout S]
+  mpa_peer.py client CASE ADDR PORT [--timeout S] [--pdata HEX]
   mpa_peer.py flood ADDR PORT [--count N] [--parallel P] [--timeout S]
   mpa_peer.py list server|client
 
 Prints one line per step ("peer: ...") and exits 0 when it could play its
-part (a TCP connection was made), 1 otherwise.
+part (a TCP connection was made), 1 otherwise.  --pdata gives the ULP's
+private data of the client cases that a kernel listener must accept
+(rtr_*, noread_hold): an NVMe/RDMA CM request for nvmet-rdma, say
+(remote_peer.sh); 4 zero bytes by default.
 
 As a flood (connect_flood.sh) it opens N TCP connections, P at a time,
 each sending a well-formed MPA v2 request, and sorts what each gets back:
@@ -222,10 +225,20 @@ def req_v2(ulp=b""):
     return frame(KEY_REQ, F_ENHANCED | 2, v2(8, 8) + ulp)
 
 
-def req_rtr():
+def req_rtr(ulp=b"\0" * 4):
     """A peer-to-peer MPA v2 request asking for an RTR frame (RDMA WRITE)."""
     return frame(KEY_REQ, F_ENHANCED | 2,
-                 v2(8 | V2_PEER_TO_PEER, 8 | V2_WRITE_RTR) + b"\0" * 4)
+                 v2(8 | V2_PEER_TO_PEER, 8 | V2_WRITE_RTR) + ulp)
+
+
+# The client cases whose request carries the ULP's private data (--pdata):
+# name -> the request for that private data.
+ULP_REQUESTS = {
+    "rtr_hold": req_rtr,
+    "rtr_close": req_rtr,
+    "rtr_fin": req_rtr,
+    "noread_hold": req_v2,
+}
 
 
 CLIENT_CASES = {
@@ -260,6 +273,15 @@ CLIENT_CASES = {
     # (A FIN would not do: it wakes siw's RTR data_ready, which then
     # reports ESTABLISHED first.)
     "rtr_close": (req_rtr(), "rtr_close"),
+    # The same, half-closed once the reply is in (a FIN, then silent but
+    # reading until --timeout): the FIN wakes siw's RTR data_ready while
+    # its close work is queued, so ESTABLISHED and CLOSE race (siw may
+    # report ESTABLISHED after CLOSE: never a WARN with ours).
+    "rtr_fin": (req_rtr(), "rtr_fin"),
+    # A well-formed request whose reply is never read: the listener
+    # accepts (ESTABLISHED at once, no RTR) and the peer never sends a
+    # byte more, until --timeout or the listener closes.
+    "noread_hold": (req_v2(), "noread_hold"),
 }
 
 
@@ -419,10 +441,29 @@ def run_flood(addr, port, n, parallel, timeout):
     return 1 if out["unanswered"] or out["garbled"] else 0
 
 
-def run_client(case, addr, port, timeout):
+def hold_unread(s, timeout):
+    """Waits, reading nothing, until the other side closes or resets the
+    connection or `timeout` passes."""
+    import select
+    p = select.poll()
+    p.register(s, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+    end_t = time.time() + timeout
+    while time.time() < end_t:
+        if p.poll(200):
+            log("the listener closed the connection")
+            return
+    log("held %.0f s" % timeout)
+
+
+def run_client(case, addr, port, timeout, pdata=None):
     if case == "burst":
         return run_burst(addr, port, 24)
     data, how = CLIENT_CASES[case]
+    if pdata is not None:
+        if case not in ULP_REQUESTS:
+            log("--pdata is for the cases %s only" % " ".join(ULP_REQUESTS))
+            return 1
+        data = ULP_REQUESTS[case](pdata)
     s = socket.create_connection((addr, port), timeout=timeout)
     log("client %s connected to %s:%d at %.3f, sending %d bytes"
         % (case, addr, port, time.time(), len(data)))
@@ -433,13 +474,23 @@ def run_client(case, addr, port, timeout):
     if how == "hold_long":
         end(s, "hold", timeout)
         return 0
-    if how in ("rtr_hold", "rtr_close"):
+    if how == "noread_hold":
+        log("request sent; the reply is never read")
+        hold_unread(s, timeout)
+        s.close()
+        return 0
+    if how in ("rtr_hold", "rtr_close", "rtr_fin"):
         rep = read_frame(s, timeout)
         if rep is None or rep[0] != KEY_REP or rep[1] & F_REJECT:
             log("no MPA reply accepting the request")
             s.close()
             return 1
         log("accepted; the RTR frame it asked for is never sent")
+        if how == "rtr_fin":
+            log("half-closing (FIN), then reading until closed")
+            s.shutdown(socket.SHUT_WR)
+            end(s, "hold", timeout)
+            return 0
         end(s, "hold" if how == "rtr_hold" else "rst", timeout)
         return 0
     rep = read_frame(s, 3)
@@ -458,6 +509,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--parallel", type=int, default=512)
+    ap.add_argument("--pdata", help="the ULP's private data, in hex")
     a = ap.parse_args()
     if a.role == "flood":
         # flood ADDR PORT: the case is the address.
@@ -472,7 +524,17 @@ def main():
     try:
         if a.role == "server":
             return run_server(a.case, a.addr, a.port, a.timeout)
-        return run_client(a.case, a.addr, a.port, a.timeout)
+        pdata = None
+        if a.pdata is not None:
+            try:
+                pdata = bytes.fromhex(a.pdata)
+            except ValueError:
+                log("--pdata: not hex: %r" % a.pdata)
+                return 2
+            if len(pdata) > MPA_MAX_PRIVDATA - 4:
+                log("--pdata: %d bytes, more than MPA allows" % len(pdata))
+                return 2
+        return run_client(a.case, a.addr, a.port, a.timeout, pdata)
     except OSError as e:
         log("socket error: %s" % e)
         return 1

@@ -523,6 +523,93 @@ pub(super) fn accepted_child_hears_close_when_the_peer_closes_first() -> Result 
     Ok(())
 }
 
+/// A peer that asked for an RTR frame and never sends it (or any silent
+/// peer): the fake provider never reports ESTABLISHED after the accept.
+/// iwcm.c's `iw_cm_disconnect` waits for ESTABLISHED for good (nvmet-rdma's
+/// device removal calls it); ours returns at once, having reset the QP
+/// (graceful or not), and the ULP hears the CLOSE the provider reports
+/// for that reset (siw does, from the QP's move to ERR) with iw_cm's QP
+/// reference already gone.  An ESTABLISHED that raced the reset is a
+/// provider fault, counted and not delivered.
+pub(super) fn disconnect_of_an_accepted_id_does_not_wait_for_established() -> Result {
+    reset();
+    let base = iface::live();
+    let mut dev = FakeDev::new()?;
+    let l = create(&mut dev, 15)?;
+    // SAFETY: `l` is live and owned by the test.
+    assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+    assert_eq!(upcall(l, EV_REQ, 0), 0);
+    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+    let child = CHILD.load(SeqCst);
+    assert_eq!(accept(child), 0);
+    assert_eq!(QP_REFS.load(SeqCst), 1);
+    // SAFETY: the child is the test's since its CONNECT_REQUEST.
+    assert_eq!(unsafe { bindings::iw_cm_disconnect(child, 0) }, 0);
+    assert_eq!(QP_TO_ERR.load(SeqCst), 1);
+    assert_eq!(QP_TO_SQD.load(SeqCst), 0);
+    // A second disconnect finds the id closing: nothing more to do.
+    // SAFETY: as above.
+    assert_eq!(unsafe { bindings::iw_cm_disconnect(child, 1) }, 0);
+    assert_eq!(QP_TO_ERR.load(SeqCst), 1);
+    let faults = iface::provider_faults();
+    expect_faults(false);
+    assert_eq!(upcall(child, EV_EST, 0), 0);
+    assert_eq!(upcall(child, EV_CLOSE, 0), 0);
+    assert!(wait_until(|| NEVENTS.load(SeqCst) == 2));
+    // SAFETY: the child is live: the test and the provider hold it.
+    let settled = wait_until(|| unsafe { iface::settled(child) });
+    expect_no_faults();
+    assert!(settled);
+    assert_eq!(event(1), (15, EV_CLOSE, 0));
+    assert_eq!(iface::provider_faults() - faults, 1);
+    assert_eq!(QP_REFS.load(SeqCst), 0);
+    provider_release(child);
+    // SAFETY: the test owns both ids.
+    unsafe {
+        bindings::iw_destroy_cm_id(child);
+        bindings::iw_destroy_cm_id(l);
+    }
+    assert!(wait_live(base));
+    assert_eq!(NEVENTS.load(SeqCst), 2);
+    Ok(())
+}
+
+/// A peer that never answers the MPA request: the fake provider never
+/// reports CONNECT_REPLY after the connect.  iwcm.c's `iw_cm_disconnect`
+/// waits for the reply; ours returns at once, having reset the QP, and the
+/// provider's CONNECT_REPLY (siw: its MPA reply timer, -ETIMEDOUT) ends
+/// the connect as usual, after iw_cm's QP reference is gone.  Destroy
+/// without any reply leaves nothing behind either.
+pub(super) fn disconnect_of_a_connecting_id_does_not_wait_for_the_reply() -> Result {
+    reset();
+    let base = iface::live();
+    let mut dev = FakeDev::new()?;
+    let id = create(&mut dev, 16)?;
+    assert_eq!(connect(id), 0);
+    assert_eq!(QP_REFS.load(SeqCst), 1);
+    // SAFETY: `id` is live and owned by the test.
+    assert_eq!(unsafe { bindings::iw_cm_disconnect(id, 0) }, 0);
+    assert_eq!(QP_TO_ERR.load(SeqCst), 1);
+    assert_eq!(QP_TO_SQD.load(SeqCst), 0);
+    assert_eq!(NEVENTS.load(SeqCst), 0);
+    let etimedout = -(kernel::bindings::ETIMEDOUT as i32);
+    assert_eq!(upcall(id, EV_REPLY, etimedout), 0);
+    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+    assert_eq!(event(0), (16, EV_REPLY, 0));
+    assert_eq!(QP_REFS.load(SeqCst), 0);
+    provider_release(id);
+    // A second connect that the network never answers, destroyed.
+    assert_eq!(connect(id), 0);
+    assert_eq!(QP_REFS.load(SeqCst), 1);
+    // SAFETY: the test owns `id`.
+    unsafe { bindings::iw_destroy_cm_id(id) };
+    assert_eq!(QP_REFS.load(SeqCst), 0);
+    provider_release(id);
+    assert!(wait_live(base));
+    assert_eq!(NEVENTS.load(SeqCst), 1);
+    Ok(())
+}
+
 pub(super) fn a_blocked_handler_does_not_delay_other_cm_ids() -> Result {
     reset();
     let base = iface::live();

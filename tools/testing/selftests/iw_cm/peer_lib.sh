@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Remote peers that never let a connection be established or used, against
+# one kernel or user listener (issue 39; Documentation/iw_cm.rst, "What a
+# remote peer can do"): mpa_peer.py's rtr_close and rtr_fin must leave
+# nothing behind; rtr_hold, silent_hold_long and noread_hold are held
+# across a bounded `rdma link delete`; then the listener must serve a
+# normal client and keep no id at its port but its own.  Used by
+# remote_peer.sh (nvmet-rdma, rping) and the ULP tests (nfsd, ksmbd, LIO
+# isert).  Sourced after lib.sh.
+#
+#   peer_round NAME PORT STOP RESTART CLIENT PDATA
+#     STOP      a function run before the delete (a user listener's kill:
+#               siw has no disassociate_ucontext), or ""
+#     RESTART   a function run after the relink (the listener's return)
+#     CLIENT    a function: a normal client of the listener, true if served
+#     PDATA     the ULP's private data in hex for the peers' requests, or ""
+#   PEER_RESULTS: the KTAP results of one peer_round (IWCM_QUICK=1, make
+#   check, holds the three silent peers across one delete; make check-all
+#   gives each its own).
+#   Returns non-zero when the link did not come back.
+
+PEER_PY=$(dirname "$0")/mpa_peer.py
+PEER_BOUND=20
+PEER_HOLDERS="rtr_hold silent_hold_long noread_hold"
+if [ "${IWCM_QUICK:-0}" = 1 ]; then PEER_RESULTS=5; else PEER_RESULTS=7; fi
+
+# What C does with a peer, when it is not run: empty when it runs.
+peer_c_skip() {
+	[ "$IWCM_IMPL" = c ] || return 0
+	case "$1" in
+	rtr_close | rtr_fin)
+		echo "not with the C iw_cm (siw's CLOSE before ESTABLISHED reaches BUG() in cm_close_handler(), iwcm.c:966; Documentation/iw_cm.rst)" ;;
+	rtr_hold)
+		echo "not with the C iw_cm (iw_cm_disconnect and destroy_cm_id wait for IWCM_F_CONNECT_WAIT, i.e. for the peer, for good; ending the peer then reaches the BUG(); Documentation/iw_cm.rst)" ;;
+	esac
+}
+
+# The line a peer prints once it is where the case wants it.
+peer_ready_re() {
+	case "$1" in
+	rtr_*) echo "RTR frame it asked for is never sent" ;;
+	noread_hold) echo "the reply is never read" ;;
+	*) echo "connected to" ;;
+	esac
+}
+
+# peer_port_clean PORT: no rdma_cm id at PORT but a listener.
+peer_port_clean() {
+	! iwcm_dev_cm_ids | grep -E "(src|dst)-addr +[0-9.]+:$1( |$)" | grep -qvE " state +LISTEN( |$)"
+}
+peer_show_port_ids() {
+	iwcm_dev_cm_ids | grep -E "(src|dst)-addr +[0-9.]+:$1( |$)" |
+		while IFS= read -r l; do iwcm_log "$2: $l"; done
+}
+
+# peer_closing NAME PORT CASE PDATA...: the peer runs to its end; then
+# nothing of its connection may be left at PORT.  One result.
+peer_closing() {
+	local name=$1 port=$2 c=$3 why log=$IWCM_TMP/$1-$3.log pid
+	shift 3
+	why=$(peer_c_skip "$c")
+	if [ -n "$why" ]; then
+		ktap_test_skip "$name: peer $c leaves nothing behind: $why"
+		return
+	fi
+	iwcm_spawn pid "$log" python3 "$PEER_PY" client "$c" "$IWCM_ADDR" "$port" --timeout 15 "$@"
+	if ! iwcm_wait_for 20 iwcm_log_has "$log" "$(peer_ready_re "$c")"; then
+		iwcm_show_log "$log"
+		ktap_test_fail "$name: peer $c leaves nothing behind: the listener did not accept its request"
+		kill "$pid" 2>/dev/null
+		return
+	fi
+	if iwcm_wait_for 15 peer_port_clean "$port"; then
+		ktap_test_pass "$name: peer $c leaves nothing behind"
+	else
+		peer_show_port_ids "$port" left
+		iwcm_show_log "$log"
+		ktap_test_fail "$name: peer $c leaves nothing behind (still there 15 s later)"
+	fi
+	iwcm_wait "$pid" 20 >/dev/null || kill "$pid" 2>/dev/null
+}
+
+# peer_held_delete NAME PORT STOP PDATA CASES: the CASES peers (those C can
+# meet) connected and held, STOP (a function: the user listener's kill,
+# or none) then `rdma link delete` within PEER_BOUND s, the link added again.
+# One result.  Returns non-zero when the link could not come back.
+peer_held_delete() {
+	local name=$1 port=$2 stop=$3 pdata=$4 cases=$5 c why run= skipped= pids=() pid secs rc
+	local what t0
+	for c in $cases; do
+		why=$(peer_c_skip "$c")
+		if [ -n "$why" ]; then
+			skipped+=" $c"
+			continue
+		fi
+		local log=$IWCM_TMP/$name-$c-held.log args=()
+		[ -n "$pdata" ] && [ "$c" != silent_hold_long ] && args=(--pdata "$pdata")
+		iwcm_spawn pid "$log" python3 "$PEER_PY" client "$c" "$IWCM_ADDR" "$port" --timeout 120 "${args[@]}"
+		pids+=("$pid")
+		if ! iwcm_wait_for 20 iwcm_log_has "$log" "$(peer_ready_re "$c")"; then
+			iwcm_show_log "$log"
+			ktap_test_fail "$name: rdma link delete with peer(s)$cases held: peer $c was not accepted"
+			for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+			return 0
+		fi
+		run+=" $c"
+	done
+	what="$name: rdma link delete with peer(s)$run held returns within $PEER_BOUND s"
+	[ -n "$skipped" ] && what+=" ($skipped skipped: $(peer_c_skip rtr_hold))"
+	if [ -z "$run" ]; then
+		ktap_test_skip "$name: rdma link delete with peer(s)$cases held: $(peer_c_skip rtr_hold)"
+		return 0
+	fi
+	# (noread_hold: the listener has accepted once its id is connected.)
+	iwcm_wait_for 10 bash -c "rdma resource show cm_id 2>/dev/null | grep -E 'src-addr +[0-9.]+:$port ' | grep -q CONNECT"
+	peer_show_port_ids "$port" "with the peers"
+	secs=0
+	t0=$(__iwcm_now)
+	if [ -n "$stop" ]; then
+		$stop
+		rc=$?
+	else
+		rc=0
+	fi
+	if [ $rc -eq 0 ]; then
+		iwcm_bounded "$PEER_BOUND" rdma link delete "$IWCM_RDEV"
+		rc=$?
+	fi
+	secs=$(__iwcm_elapsed "$t0")
+	iwcm_log "$name: delete with$run held: status $rc after $secs s"
+	iwcm_check "$what (took $secs s, status $rc)" [ $rc -eq 0 ]
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+	[ $rc -eq 0 ] || return 1
+	rdma link add "$IWCM_RDEV" type siw netdev "$IWCM_NETDEV" &&
+		iwcm_wait_for 10 __iwcm_port_active
+}
+
+peer_round() {
+	local name=$1 port=$2 stop=$3 restart=$4 client=$5 pdata=$6 c linked=1
+	local pd=()
+	[ -n "$pdata" ] && pd=(--pdata "$pdata")
+	for c in rtr_close rtr_fin; do
+		peer_closing "$name" "$port" "$c" "${pd[@]}"
+	done
+	if [ "${IWCM_QUICK:-0}" = 1 ]; then
+		peer_held_delete "$name" "$port" "$stop" "$pdata" " $PEER_HOLDERS" || linked=0
+		[ $linked -eq 1 ] && $restart
+	else
+		for c in $PEER_HOLDERS; do
+			if [ $linked -eq 1 ]; then
+				peer_held_delete "$name" "$port" "$stop" "$pdata" " $c" || linked=0
+				[ $linked -eq 1 ] && $restart
+			else
+				ktap_test_skip "$name: rdma link delete with peer $c held: the link is gone"
+			fi
+		done
+	fi
+	if [ $linked -eq 1 ] && $client; then
+		ktap_test_pass "$name: serves a normal client after the peers"
+	else
+		ktap_test_fail "$name: serves a normal client after the peers$([ $linked -eq 1 ] || echo ": the link did not come back")"
+	fi
+	if iwcm_wait_for 15 peer_port_clean "$port"; then
+		ktap_test_pass "$name: no rdma_cm id at port $port but the listener"
+	else
+		peer_show_port_ids "$port" left
+		ktap_test_fail "$name: no rdma_cm id at port $port but the listener"
+	fi
+	return $((1 - linked))
+}
+
