@@ -83,6 +83,20 @@ impl CmEvent {
         }
     }
 
+    /// A CLOSE with `status` (0 or a negative errno) that no provider sent:
+    /// iw_cm's own, when a provider's never came.  Every other field zero.
+    pub(crate) fn synthetic_close(status: i32) -> Self {
+        // INVARIANT: no private data.
+        Self {
+            raw: RawCmEvent {
+                event: bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE,
+                status,
+                ..Default::default()
+            },
+            pdata: KVec::new(),
+        }
+    }
+
     /// The raw event type (for messages about an unknown one).
     pub(crate) fn raw_type(&self) -> bindings::iw_cm_event_type {
         self.raw.event

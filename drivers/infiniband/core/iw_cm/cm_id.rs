@@ -75,7 +75,11 @@ use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, SpinLockIrq},
     task::Task,
-    workqueue::{impl_has_work, new_work, Work, WorkItem},
+    time::msecs_to_jiffies,
+    workqueue::{
+        impl_has_delayed_work, impl_has_work, new_delayed_work, new_work, DelayedWork, Work,
+        WorkItem,
+    },
 };
 
 /// The number of live cm_ids (debugfs iw_cm/count).
@@ -93,6 +97,15 @@ pub(crate) extern "C" fn iwcm_live_count() -> usize {
 const ACTIVE_EVENT_SLOTS: usize = 4;
 /// Event slots of a passive cm_id: ESTABLISHED, DISCONNECT, CLOSE.
 const PASSIVE_EVENT_SLOTS: usize = 3;
+
+/// How long an accepted cm_id that its ULP disconnected before ESTABLISHED
+/// waits for the provider's CLOSE, in milliseconds.  The disconnect moved
+/// its QP to ERR, on which siw, iw_cxgb4 and irdma report CLOSE at once;
+/// after this bound iw_cm delivers a CLOSE of its own (status
+/// -ETIMEDOUT) and drops its QP reference, as C would on a CLOSE, so that
+/// a provider that reports nothing cannot make the ULP wait for its
+/// DISCONNECTED for good.  Twice siw's 5 s MPA reply timer.
+const ABORT_CLOSE_BOUND_MS: u32 = 10_000;
 
 /// The largest backlog a listener gets: `iw_cm_listen` clamps a larger one
 /// (from the ULP or `net/iw_cm/default_backlog`) to it.  A listener
@@ -312,6 +325,10 @@ struct Inner {
     delivery: Option<table::Delivery>,
     /// `CmId::table_id`, for the tracepoints of `take_qp`.
     table_id: u32,
+    /// The ULP disconnected this id after its accept and before
+    /// ESTABLISHED (AcceptSent to Closing): until the id leaves Closing,
+    /// the bound of [`ABORT_CLOSE_BOUND_MS`] may close it.
+    aborting: bool,
 }
 
 impl Inner {
@@ -362,6 +379,10 @@ pub(crate) struct CmId {
     waiters: CondVar,
     #[pin]
     work: Work<CmId>,
+    /// The bound on the provider's CLOSE after a disconnect before
+    /// ESTABLISHED ([`ABORT_CLOSE_BOUND_MS`]); queued with a reference.
+    #[pin]
+    abort_bound: DelayedWork<CmId, 1>,
     /// References the provider holds (`add_ref` minus `rem_ref`): a
     /// `rem_ref` without a matching `add_ref` is a provider fault and is
     /// ignored, instead of dropping a reference the ULP or a queued event
@@ -400,6 +421,18 @@ impl WorkItem for CmId {
         this.deliver_queued();
         // Dropping `this` may free the cm_id: the workqueue core does not
         // touch a work item after its function returns.
+    }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, 1> for CmId { self.abort_bound }
+}
+
+impl WorkItem<1> for CmId {
+    type Pointer = Arc<CmId>;
+
+    fn run(this: Arc<CmId>) {
+        this.abort_bound_expired();
     }
 }
 
@@ -487,9 +520,11 @@ impl CmId {
                     role: table::Role::None,
                     delivery: None,
                     table_id,
+                    aborting: false,
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
+                abort_bound <- new_delayed_work!("CmId::abort_bound"),
                 provider_refs: Atomic::new(0),
                 table_id,
                 table_seq: Atomic::new(u64::MAX),
@@ -756,22 +791,25 @@ impl CmId {
     /// `iw_cm_disconnect`.  Waits only while this cm_id's own
     /// `iw_connect`/`iw_accept` downcall runs, never for the network: an
     /// accepted id still waiting for ESTABLISHED is reset (QP to ERR) and
-    /// hears CLOSE from the provider; a connecting id waiting for
+    /// hears CLOSE from the provider (or from iw_cm after
+    /// [`ABORT_CLOSE_BOUND_MS`]); a connecting id waiting for
     /// CONNECT_REPLY has its QP reset and hears the CONNECT_REPLY.
-    pub(crate) fn disconnect(&self, abrupt: bool) -> Result {
+    pub(crate) fn disconnect(this: ArcBorrow<'_, CmId>, abrupt: bool) -> Result {
         let me = current_task();
-        let (actions, qp) = {
-            let mut g = self.inner.lock();
+        let (actions, qp, aborting) = {
+            let mut g = this.inner.lock();
             loop {
                 match state::step(g.state, Input::Disconnect { abrupt }) {
                     Outcome::Wait if g.delivering == me => return Err(EINVAL),
-                    Outcome::Wait => self.waiters.wait(&mut g),
+                    Outcome::Wait => this.waiters.wait(&mut g),
                     Outcome::Go { next, actions } => {
+                        let aborting = g.state == State::AcceptSent;
+                        g.aborting |= aborting;
                         g.state = next;
                         // A second reference for the QP state change, so
                         // that a concurrent CLOSE may drop iw_cm's own.
                         let qp = g.qp.as_ref().and_then(QpRef::try_clone);
-                        break (actions, qp);
+                        break (actions, qp, aborting);
                     }
                     _ => return Err(EINVAL),
                 }
@@ -789,7 +827,55 @@ impl CmId {
         } else {
             qp.modify_to_sqd()
         };
+        drop(qp);
+        if aborting {
+            let arc: Arc<CmId> = this.into();
+            // `Err`: already queued by an earlier disconnect; that bound
+            // holds.
+            let _ = crate::c_helpers::delivery_queue()
+                .enqueue_delayed::<_, 1>(arc, msecs_to_jiffies(ABORT_CLOSE_BOUND_MS));
+        }
         Ok(())
+    }
+
+    /// The bound of a disconnect before ESTABLISHED expired: if the
+    /// provider's CLOSE has not come (the id is still Closing and holds
+    /// its QP reference), queue a CLOSE of iw_cm's own (status
+    /// -ETIMEDOUT), delivered in order like any event; a later CLOSE from
+    /// the provider is then a provider fault.  Process context.
+    fn abort_bound_expired(self: Arc<Self>) {
+        let mut ev = Some(Event::synthetic_close(
+            -(kernel::bindings::ETIMEDOUT as i32),
+        ));
+        let queued = {
+            let mut g = self.inner.lock();
+            if !(g.aborting && g.state == State::Closing && g.qp.is_some()) {
+                false
+            } else if g.events.push(&mut ev) {
+                g.queued += 1;
+                g.aborting = false;
+                trace::iw_cm_event_queued(
+                    self.table_id.into(),
+                    crate::bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE as i32,
+                    -(kernel::bindings::ETIMEDOUT as i32),
+                );
+                true
+            } else {
+                // The ring is full of the provider's events: one of them
+                // moves the id on, or the ULP's destroy releases it.
+                false
+            }
+        };
+        if queued {
+            pr_info!(
+                "cm_id {}: no CLOSE from the provider {} ms after a disconnect before ESTABLISHED: closed by iw_cm\n",
+                self.table_id,
+                ABORT_CLOSE_BOUND_MS
+            );
+            Self::kick(self.as_arc_borrow());
+        }
+        // An event not queued is freed here, after the unlock.
+        drop(ev);
     }
 
     /// `iw_cm_init_qp_attr`.

@@ -393,7 +393,7 @@ pub unsafe extern "C" fn iw_cm_connect(
 pub unsafe extern "C" fn iw_cm_disconnect(cm_id: *mut bindings::iw_cm_id, abrupt: i32) -> i32 {
     // SAFETY: guaranteed by the caller.
     let id = unsafe { borrow(cm_id) };
-    errno(id.disconnect(abrupt != 0))
+    errno(CmId::disconnect(id, abrupt != 0))
 }
 
 /// `iw_cm_init_qp_attr()`: the QP attributes for the transition to

@@ -189,6 +189,11 @@ mod tests {
     }
 
     #[test]
+    fn an_aborted_accept_hears_close_within_the_bound() -> Result {
+        lifecycle::an_aborted_accept_hears_close_within_the_bound()
+    }
+
+    #[test]
     fn disconnect_of_a_connecting_id_does_not_wait_for_the_reply() -> Result {
         lifecycle::disconnect_of_a_connecting_id_does_not_wait_for_the_reply()
     }

@@ -7,15 +7,19 @@
 # (vers=4.1, proto=rdma, soft), fio with crc32c verify, the rdma_cm ids
 # and (ours) the cm_id table show the connection, `rdma link delete` under
 # fio (bounded), `rdma link add` again, recovery shown by an 8 MB write and
-# read-back, link flaps under fio, unmount, nfsd stopped, no id left.
+# read-back, link flaps under fio, unmount, then remote peers that never
+# let a connection be established against nfsd's listener (peer_lib.sh:
+# nothing left behind, `rdma link delete` bounded with the silent ones
+# held, a mount again afterwards), nfsd stopped, no id left.
 # Times (mount, delete, recovery) in the report line at the end.  Needs
 # the ULP flavour of the test kernel (tools/kernel/ulp.fragment), Debian's
 # nfs-kernel-server and rpcbind.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ulp_lib.sh"
+. "$(dirname "$0")/peer_lib.sh"
 
 PORT=20049
-iwcm_init nfs_rdma 13 rpc.nfsd exportfs rpc.mountd mount.nfs fio
+iwcm_init nfs_rdma $((13 + PEER_RESULTS)) rpc.nfsd exportfs rpc.mountd mount.nfs fio
 ulp_require_modules "NFS/RDMA" nfsd nfsv4 rpcrdma
 ulp_quick
 iwcm_setup_or_bail
@@ -80,6 +84,19 @@ fi
 
 ulp_fs_phases "$ok" "$mnt" "$PORT" "NFS/RDMA"
 ulp_umount "$mnt"
+# A normal client for peer_round: a mount and an unmount.
+nfs_client() {
+	iwcm_bounded 120 mount -t nfs4 -o vers=4.1,proto=rdma,port=$PORT,soft \
+		"$IWCM_ADDR:/" "$mnt" >"$IWCM_TMP/mount-again.log" 2>&1 ||
+		{ iwcm_show_log "$IWCM_TMP/mount-again.log"; return 1; }
+	iwcm_bounded 60 umount "$mnt" || { umount -l "$mnt"; return 1; }
+}
+if [ $ok -eq 1 ] && iwcm_wait_for 30 peer_port_clean "$PORT"; then
+	peer_round nfsd "$PORT" "" true nfs_client ""
+else
+	[ $ok -eq 1 ] && peer_show_port_ids "$PORT" "before the peers"
+	for i in $(seq "$PEER_RESULTS"); do ktap_test_skip "nfsd: remote peers not run ($([ $ok -eq 1 ] && echo "the client's connection still there" || echo "no NFS/RDMA mount"))"; done
+fi
 nfsd_stop
 # The client's and the server's ids go once their transports are closed:
 # no rdma_cm id with the port left.

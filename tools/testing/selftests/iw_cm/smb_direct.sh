@@ -8,16 +8,20 @@
 # soft), fio with crc32c verify, the rdma_cm ids and (ours) the cm_id
 # table show the connection, `rdma link delete` under fio (bounded),
 # `rdma link add` again, recovery shown by an 8 MB write and read-back,
-# link flaps under fio, unmount, ksmbd stopped (bounded: ksmbd.control -s
+# link flaps under fio, unmount, remote peers that never let a connection
+# be established against ksmbd's listener (peer_lib.sh: nothing left
+# behind, `rdma link delete` bounded with the silent ones held, a mount
+# again afterwards), ksmbd stopped (bounded: ksmbd.control -s
 # blocks while a ksmbd worker is stuck), no id left.  Times in the report
 # line at the end.  Needs the ULP flavour of the test kernel
 # (tools/kernel/ulp.fragment), Debian's ksmbd-tools and cifs-utils.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ulp_lib.sh"
+. "$(dirname "$0")/peer_lib.sh"
 
 PORT=5445
 PW=iwcm-selftest
-iwcm_init smb_direct 13 ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs fio
+iwcm_init smb_direct $((13 + PEER_RESULTS)) ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs fio
 ulp_require_modules "SMB Direct" ksmbd cifs
 ulp_quick
 iwcm_setup_or_bail
@@ -80,6 +84,20 @@ fi
 
 ulp_fs_phases "$ok" "$mnt" "$PORT" "SMB Direct"
 ulp_umount "$mnt"
+# A normal client for peer_round: a mount and an unmount.
+smb_client() {
+	iwcm_bounded 120 mount -t cifs "//$IWCM_ADDR/share" "$mnt" \
+		-o rdma,username=root,password="$PW",vers=3.1.1,soft \
+		>"$IWCM_TMP/mount-again.log" 2>&1 ||
+		{ iwcm_show_log "$IWCM_TMP/mount-again.log"; return 1; }
+	iwcm_bounded 60 umount "$mnt" || { umount -l "$mnt"; return 1; }
+}
+if [ $ok -eq 1 ] && iwcm_wait_for 30 peer_port_clean "$PORT"; then
+	peer_round ksmbd "$PORT" "" true smb_client ""
+else
+	[ $ok -eq 1 ] && peer_show_port_ids "$PORT" "before the peers"
+	for i in $(seq "$PEER_RESULTS"); do ktap_test_skip "ksmbd: remote peers not run ($([ $ok -eq 1 ] && echo "the client's connection still there" || echo "no SMB Direct mount"))"; done
+fi
 smb_ids_gone() { ! iwcm_dev_cm_ids | grep -qE "(src|dst)-addr +[0-9.]+:$PORT "; }
 if ksmbd_stop && iwcm_wait_for 60 smb_ids_gone; then
 	ktap_test_pass "ksmbd stopped, no rdma_cm id with port $PORT left"

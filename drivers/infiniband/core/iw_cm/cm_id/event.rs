@@ -51,6 +51,17 @@ impl Event {
         }
     }
 
+    /// A CLOSE with `status` that iw_cm makes itself (no provider sent
+    /// it): no private data, addresses or provider data
+    /// ([`CmId::abort_bound_expired`]).
+    pub(super) fn synthetic_close(status: i32) -> Self {
+        Self {
+            raw: CmEvent::synthetic_close(status),
+            use_addrs: false,
+            child: None,
+        }
+    }
+
     pub(super) fn input(&self) -> Option<Input> {
         Some(match self.raw.event_type()? {
             EventType::ConnectRequest => Input::EvConnectRequest,

@@ -574,6 +574,56 @@ pub(super) fn disconnect_of_an_accepted_id_does_not_wait_for_established() -> Re
     Ok(())
 }
 
+/// The provider reports nothing after the disconnect of an accepted id
+/// that never got ESTABLISHED (the fake provider's QP moves to ERR without
+/// a CLOSE): after `ABORT_CLOSE_BOUND_MS` iw_cm delivers a CLOSE of its
+/// own, with its QP reference already gone, so that a ULP waiting for
+/// DISCONNECTED before it destroys its QP is not held for good.  The
+/// provider's CLOSE after that is a counted provider fault, not delivered.
+pub(super) fn an_aborted_accept_hears_close_within_the_bound() -> Result {
+    reset();
+    let base = iface::live();
+    let mut dev = FakeDev::new()?;
+    let l = create(&mut dev, 17)?;
+    // SAFETY: `l` is live and owned by the test.
+    assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+    assert_eq!(upcall(l, EV_REQ, 0), 0);
+    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+    let child = CHILD.load(SeqCst);
+    assert_eq!(accept(child), 0);
+    // SAFETY: the child is the test's since its CONNECT_REQUEST.
+    assert_eq!(unsafe { bindings::iw_cm_disconnect(child, 0) }, 0);
+    assert_eq!(QP_TO_ERR.load(SeqCst), 1);
+    // The bound is 10 s; wait_until polls for at least 2 s at a time.
+    let mut closed = false;
+    for _ in 0..10 {
+        if wait_until(|| NEVENTS.load(SeqCst) == 2) {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed);
+    assert_eq!(event(1), (17, EV_CLOSE, 0));
+    assert_eq!(QP_REFS.load(SeqCst), 0);
+    let faults = iface::provider_faults();
+    expect_faults(false);
+    assert_eq!(upcall(child, EV_CLOSE, 0), 0);
+    // SAFETY: the child is live: the test and the provider hold it.
+    let settled = wait_until(|| unsafe { iface::settled(child) });
+    expect_no_faults();
+    assert!(settled);
+    assert_eq!(iface::provider_faults() - faults, 1);
+    provider_release(child);
+    // SAFETY: the test owns both ids.
+    unsafe {
+        bindings::iw_destroy_cm_id(child);
+        bindings::iw_destroy_cm_id(l);
+    }
+    assert!(wait_live(base));
+    assert_eq!(NEVENTS.load(SeqCst), 2);
+    Ok(())
+}
+
 /// A peer that never answers the MPA request: the fake provider never
 /// reports CONNECT_REPLY after the connect.  iwcm.c's `iw_cm_disconnect`
 /// waits for the reply; ours returns at once, having reset the QP, and the
