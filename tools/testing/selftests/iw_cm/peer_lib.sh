@@ -11,7 +11,12 @@
 #
 #   peer_round NAME PORT STOP RESTART CLIENT PDATA
 #     STOP      a function run before the delete (a user listener's kill:
-#               siw has no disassociate_ucontext), or ""
+#               siw has no disassociate_ucontext), or ""; a user listener
+#               (STOP set) keeps its rdma_cm ids until it destroys them
+#               (rping's connection thread never does for a connection
+#               that closed before ESTABLISHED), so for it "nothing left
+#               behind" means no connection in iw_cm's table (ours) at the
+#               port but in Idle: the CLOSE was delivered, the QP released
 #     RESTART   a function run after the relink (the listener's return)
 #     CLIENT    a function: a normal client of the listener, true if served
 #     PDATA     the ULP's private data in hex for the peers' requests, or ""
@@ -54,11 +59,34 @@ peer_show_port_ids() {
 		while IFS= read -r l; do iwcm_log "$2: $l"; done
 }
 
+# peer_iwcm_closed PORT: no passive cm_id at PORT in iw_cm's table (ours)
+# but in Idle or Destroying: every such connection heard its CLOSE and
+# gave its QP back.  (True without the table: the C iw_cm, where the
+# cases that use it are skipped.)
+PEER_TABLE=/sys/kernel/debug/iw_cm/cm_ids
+peer_iwcm_closed() {
+	local rows
+	[ -r "$PEER_TABLE" ] || return 0
+	mapfile -t rows < "$PEER_TABLE"
+	[ ${#rows[@]} -eq 0 ] && return 0
+	printf '%s\n' "${rows[@]}" |
+		awk -v p=":$1" '$2 == "passive" && substr($5, length($5) - length(p) + 1) == p &&
+			$3 != "Idle" && $3 != "Destroying" { bad = 1 } END { exit bad }'
+}
+peer_show_iwcm_rows() {
+	[ -r "$PEER_TABLE" ] || return 0
+	grep -E "^[0-9]+ passive [A-Za-z]+ [^ ]+ [0-9.]+:$1 " "$PEER_TABLE" |
+		while IFS= read -r l; do iwcm_log "$2: $l"; done
+}
+
 # peer_closing NAME PORT CASE PDATA...: the peer runs to its end; then
-# nothing of its connection may be left at PORT.  One result.
+# nothing of its connection may be left at PORT (PEER_USER set, a user
+# listener: nothing in iw_cm but Idle ids, see peer_round).  One result.
+PEER_USER=
 peer_closing() {
-	local name=$1 port=$2 c=$3 why log=$IWCM_TMP/$1-$3.log pid
+	local name=$1 port=$2 c=$3 why log=$IWCM_TMP/$1-$3.log pid clean=peer_port_clean
 	shift 3
+	[ -n "$PEER_USER" ] && clean=peer_iwcm_closed
 	why=$(peer_c_skip "$c")
 	if [ -n "$why" ]; then
 		ktap_test_skip "$name: peer $c leaves nothing behind: $why"
@@ -71,10 +99,11 @@ peer_closing() {
 		kill "$pid" 2>/dev/null
 		return
 	fi
-	if iwcm_wait_for 15 peer_port_clean "$port"; then
-		ktap_test_pass "$name: peer $c leaves nothing behind"
+	if iwcm_wait_for 15 "$clean" "$port"; then
+		ktap_test_pass "$name: peer $c leaves nothing behind$([ -n "$PEER_USER" ] && echo " in iw_cm (the CLOSE delivered, the QP released)")"
 	else
 		peer_show_port_ids "$port" left
+		peer_show_iwcm_rows "$port" "left in iw_cm"
 		iwcm_show_log "$log"
 		ktap_test_fail "$name: peer $c leaves nothing behind (still there 15 s later)"
 	fi
@@ -139,6 +168,7 @@ peer_held_delete() {
 peer_round() {
 	local name=$1 port=$2 stop=$3 restart=$4 client=$5 pdata=$6 c linked=1
 	local pd=()
+	PEER_USER=$stop
 	[ -n "$pdata" ] && pd=(--pdata "$pdata")
 	for c in rtr_close rtr_fin; do
 		peer_closing "$name" "$port" "$c" "${pd[@]}"

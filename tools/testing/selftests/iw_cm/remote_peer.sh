@@ -50,6 +50,16 @@ iwcm_panic_on_warn
 # ---- nvmet-rdma ------------------------------------------------------------
 
 nvme_ns_ready() { iwcm_nvme_bdev "$NQN" >/dev/null; }
+# nvmet-rdma's listener is destroyed by its DEVICE_REMOVAL and listens
+# again only on ADDR_CHANGE (nvmet_rdma_cm_handler()), so after the relink
+# the port is enabled again as an administrator does: its subsystem link
+# removed and made anew (nvmet_port_subsys_allow_link() enables the port).
+nvmet_relisten() {
+	local cfg=$IWCM_NVMET_CFG
+	rm -f "$cfg/ports/1/subsystems/$NQN" &&
+		ln -s "$cfg/subsystems/$NQN" "$cfg/ports/1/subsystems/$NQN" &&
+		iwcm_wait_listen "$NVME_PORT" 20
+}
 nvme_client() {
 	iwcm_wait_listen "$NVME_PORT" 30 || { iwcm_log "nvmet: not listening again"; return 1; }
 	modprobe nvme-rdma || return 1
@@ -66,7 +76,7 @@ ok=1
 iwcm_nvmet_setup "$NQN" "$NVME_PORT" || ok=0
 iwcm_check "nvmet-rdma target on $IWCM_ADDR:$NVME_PORT" [ $ok -eq 1 ]
 if [ $ok -eq 1 ] && iwcm_wait_listen "$NVME_PORT" 20; then
-	peer_round nvmet "$NVME_PORT" "" true nvme_client "$NVME_PDATA" || ok=0
+	peer_round nvmet "$NVME_PORT" "" nvmet_relisten nvme_client "$NVME_PDATA" || ok=0
 else
 	for i in $(seq "$PEER_RESULTS"); do ktap_test_skip "nvmet: not run (no target)"; done
 fi
