@@ -18,7 +18,8 @@
 #   make selftest T="nfs_rdma.sh" [IMPL=c]   one VM boot running the named selftests
 #   make hosttest   userspace cargo tests of the connection state machine,
 #                   the VM harness's splat check (tools/vm/test_splat_check.py)
-#                   and the selftests' bounds (selftests/iw_cm/test_lib_bounds.sh)
+#                   the selftests' bounds (selftests/iw_cm/test_lib_bounds.sh)
+#                   and the demo's bench groups (tools/bench/test_groups.sh)
 #   make clippy     build with CLIPPY=1;  make rustfmtcheck: kernel rustfmt config
 #   make install    install iw_cm.ko into /lib/modules/<release>/updates (DKMS style)
 #   make install KVER=7.3.4+deb13-amd64   the same for Debian's kernel
@@ -109,6 +110,7 @@ hosttest:
 	cd $(TOP)/tools/statemachine && cargo test
 	python3 $(TOP)/tools/vm/test_splat_check.py
 	$(TOP)/tools/testing/selftests/iw_cm/test_lib_bounds.sh
+	$(TOP)/tools/bench/test_groups.sh
 
 # make install: into the test kernel's modules; make install KVER=<Debian's
 # 7.3.4+deb13-amd64> [INSTALL_MOD_PATH=DIR]: built for Debian's kernel

@@ -81,9 +81,10 @@
 # BENCH_TEARDOWN ("8 32 64"), BENCH_MEM ("2 50 500" queues: 5, 101 and
 # 1001 cm_ids), BENCH_SCALE ("1000 10000 65536" cm_ids),
 # BENCH_SCALE_SAMPLES (1000), BENCH_IRQSOFF_IDS (65536),
-# BENCH_IRQSOFF_READS (3), BENCH_IRQSOFF_SAMPLES (200), BENCH_SKIP (metric
-# groups to leave out: cmtime ucmatose send_lat teardown hol mem scale
-# irqsoff).
+# BENCH_IRQSOFF_READS (3), BENCH_IRQSOFF_SAMPLES (200), BENCH_GROUPS (the
+# metric groups to run, default all: cmtime ucmatose send_lat hol mem
+# teardown scale irqsoff, tools/bench/groups.sh; an unknown name is an
+# error), BENCH_SKIP (groups to leave out of those).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -111,6 +112,12 @@ irqsoff_reads=${BENCH_IRQSOFF_READS:-3}
 irqsoff_samples=${BENCH_IRQSOFF_SAMPLES:-200}
 tr=/sys/kernel/tracing
 skip=" ${BENCH_SKIP:-} "
+# shellcheck source=groups.sh
+. "$here/groups.sh"
+groups=" ${BENCH_GROUPS:-$BENCH_ALL_GROUPS} "
+for g in $groups; do
+	bench_group_needs "$g" >/dev/null || { echo "bench: unknown group '$g' in BENCH_GROUPS (known: $BENCH_ALL_GROUPS)"; exit 2; }
+done
 sample_ko=${SAMPLE_KO:-$top/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko}
 scale_ko=$top/tools/bench/iw_cm_scale/iw_cm_scale.ko
 dbg=/sys/kernel/debug/rust_rdma_ulp
@@ -123,7 +130,7 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 result() { echo "RESULT $impl $round $1 $2"; }
 fail() { echo "FAILED $impl $round $1 $2"; failed=$((failed + 1)); }
-wanted() { [[ "$skip" != *" $1 "* ]]; }
+wanted() { [[ "$groups" == *" $1 "* ]] && [[ "$skip" != *" $1 "* ]]; }
 field() { sed -n "s/^$2 //p" "$dbg/$1" 2>/dev/null | head -n1; }
 # slab_bytes: bytes of the slab objects in use (/proc/slabinfo: active
 # objects x object size, every cache), after each cache was shrunk, which
