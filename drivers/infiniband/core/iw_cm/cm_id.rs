@@ -292,6 +292,18 @@ mod portmap;
 pub(crate) mod table;
 pub(crate) mod upcall;
 
+/// What the bound on an aborted accept's CLOSE found
+/// ([`CmId::queue_own_close`]).
+enum AbortBound {
+    /// iw_cm's own CLOSE is queued: kick the delivery.
+    Closed,
+    /// Events are in flight: wait one bound more.
+    Again,
+    /// The id moved on (the provider's CLOSE came, or a destroy): nothing
+    /// to do.
+    Done,
+}
+
 /// The mutable part of a cm_id, behind `CmId::inner`.
 ///
 /// # Invariants
@@ -840,17 +852,41 @@ impl CmId {
 
     /// The bound of a disconnect before ESTABLISHED expired: if the
     /// provider's CLOSE has not come (the id is still Closing and holds
-    /// its QP reference), queue a CLOSE of iw_cm's own (status
-    /// -ETIMEDOUT), delivered in order like any event; a later CLOSE from
-    /// the provider is then a provider fault.  Process context.
+    /// its QP reference) and nothing of the provider's is queued or being
+    /// delivered, queue a CLOSE of iw_cm's own (status -ETIMEDOUT),
+    /// delivered in order like any event; a later CLOSE from the provider
+    /// is then a provider fault.  With events in flight (the provider's
+    /// CLOSE may be among them), wait one bound more.  Process context.
     fn abort_bound_expired(self: Arc<Self>) {
+        match self.queue_own_close() {
+            AbortBound::Closed => {
+                pr_info!(
+                    "cm_id {}: no CLOSE from the provider {} ms after a disconnect before ESTABLISHED: closed by iw_cm\n",
+                    self.table_id,
+                    ABORT_CLOSE_BOUND_MS
+                );
+                Self::kick(self.as_arc_borrow());
+            }
+            AbortBound::Again => {
+                let _ = crate::c_helpers::delivery_queue()
+                    .enqueue_delayed::<_, 1>(self, msecs_to_jiffies(ABORT_CLOSE_BOUND_MS));
+            }
+            AbortBound::Done => {}
+        }
+    }
+
+    /// [`Self::abort_bound_expired`]'s decision, under the lock: queues
+    /// iw_cm's CLOSE when it is due.
+    fn queue_own_close(&self) -> AbortBound {
         let mut ev = Some(Event::synthetic_close(
             -(kernel::bindings::ETIMEDOUT as i32),
         ));
-        let queued = {
+        let verdict = {
             let mut g = self.inner.lock();
             if !(g.aborting && g.state == State::Closing && g.qp.is_some()) {
-                false
+                AbortBound::Done
+            } else if g.events.len > 0 || g.delivering != 0 {
+                AbortBound::Again
             } else if g.events.push(&mut ev) {
                 g.queued += 1;
                 g.aborting = false;
@@ -859,23 +895,16 @@ impl CmId {
                     crate::bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE as i32,
                     -(kernel::bindings::ETIMEDOUT as i32),
                 );
-                true
+                AbortBound::Closed
             } else {
-                // The ring is full of the provider's events: one of them
-                // moves the id on, or the ULP's destroy releases it.
-                false
+                // No slot at all (not reached: an accepted id has its
+                // slots); the ULP's destroy releases the QP.
+                AbortBound::Done
             }
         };
-        if queued {
-            pr_info!(
-                "cm_id {}: no CLOSE from the provider {} ms after a disconnect before ESTABLISHED: closed by iw_cm\n",
-                self.table_id,
-                ABORT_CLOSE_BOUND_MS
-            );
-            Self::kick(self.as_arc_borrow());
-        }
         // An event not queued is freed here, after the unlock.
         drop(ev);
+        verdict
     }
 
     /// `iw_cm_init_qp_attr`.
