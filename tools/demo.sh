@@ -19,8 +19,8 @@
 #      (tools/ab/ab-unplug.sh); and the head-of-line delay behind a handler
 #      stalled 5 s with each iw_cm (tools/bench/bench-guest.sh, one round).
 # Ends with a short human report: what ran, timings, splats, and a
-# two-column table C | Rust (with the churn ratio of the latest make bench,
-# if there is one).
+# two-column table C | Rust (the churn row: cmtime -c 100 in the
+# head-of-line boot).
 #
 #   tools/demo.sh                 the demo
 #   tools/demo.sh --check-groups  only check DEMO_BENCH_GROUPS against what
@@ -31,7 +31,10 @@ cd "$top"
 # The bench groups the head-of-line step runs (tools/bench/groups.sh), in
 # the lean boot with the modules the demo builds: each must need nothing
 # else (scale and irqsoff need a module and a kernel flavour of their own).
-DEMO_BENCH_GROUPS="hol"
+# hol: the head-of-line cell; cmtime (-c 100 only): the churn cell, from
+# this run rather than from whatever make bench ran last.
+DEMO_BENCH_GROUPS="hol cmtime"
+DEMO_CMTIME=100
 . tools/bench/groups.sh
 if ! why=$(bench_groups_lean $DEMO_BENCH_GROUPS); then
 	echo "demo: DEMO_BENCH_GROUPS \"$DEMO_BENCH_GROUPS\": $why" | sed '2,$s/^/demo:   /'
@@ -126,7 +129,7 @@ case "$rust_cell" in completed*) ;; *) rc_all=1 ;; esac
 holdir=$IWCM_RESULTS_DIR/head-of-line
 mkdir -p "$holdir"
 IWCM_RESULTS_DIR=$holdir tools/vm/run.sh --name head-of-line --timeout 600 -- \
-	env BENCH_ROUNDS=1 BENCH_GROUPS="$DEMO_BENCH_GROUPS" \
+	env BENCH_ROUNDS=1 BENCH_GROUPS="$DEMO_BENCH_GROUPS" BENCH_CMTIME="$DEMO_CMTIME" \
 	"$top/tools/bench/bench-guest.sh" >"$holdir/vm.out" 2>&1 || rc_all=1
 hol() {	# hol IMPL: the delay, and the rping pair's time with and without the stall
 	awk -v i="$1" '$1 == "RESULT" && $2 == i { v[$4] = $5 }
@@ -137,19 +140,17 @@ c_hol=$(hol c)
 rust_hol=$(hol rust)
 note "head-of-line (another id's connection behind a handler stalled 5 s): C $c_hol, Rust $rust_hol"
 
-# The churn ratio of the latest make bench, if any.
-bench=$(ls -d "$top"/results/bench-*/ 2>/dev/null | tail -n1)
-churn_c="no make bench yet"
-churn_rust=""
-if [ -n "$bench" ] && [ -f "$bench/results.txt" ]; then
-	churn_rust=$(awk '$1 == "RESULT" && $4 == "cmtime500_wall_s" { v[$2] = v[$2] " " $5 }
-		function med(s,   a, n, i, j, t) { n = split(s, a, " ")
-			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-			return n ? ((n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) : -1 }
-		END { c = med(v["c"]); r = med(v["rust"]); if (c > 0 && r > 0) printf "%.2f", r / c; else print "n/a" }' \
-		"$bench/results.txt")
-	churn_c="1.00 (${bench#"$top"/})"
-fi
+# The churn cell: cmtime -c DEMO_CMTIME's wall time with each iw_cm, in
+# the same boot as the head-of-line figure (one round, C first).
+churn() {	# churn IMPL: the wall time in s, or "not measured"
+	awk -v i="$1" -v m="cmtime${DEMO_CMTIME}_wall_s" '$1 == "RESULT" && $2 == i && $4 == m { v = $5 }
+		END { if (v != "") print v; else print "not measured" }' "$holdir/vm.out"
+}
+churn_c=$(churn c)
+churn_rust=$(churn rust)
+churn_ratio=$(awk -v c="$churn_c" -v r="$churn_rust" 'BEGIN { if (c + 0 > 0 && r + 0 > 0) printf "%.2f", r / c; else print "n/a" }')
+note "churn (cmtime -c $DEMO_CMTIME, wall time): C $churn_c s, Rust $churn_rust s (Rust/C $churn_ratio)"
+case "$churn_c $churn_rust" in *"not measured"*) rc_all=1 ;; esac
 
 echo
 echo "==== iw_cm (Rust) demo report ===="
@@ -159,6 +160,6 @@ echo "| | C iw_cm | Rust iw_cm |"
 echo "|---|---|---|"
 echo "| rdma link delete, sample ULP, own queue first, in handler | $c_cell | $rust_cell |"
 echo "| head-of-line: another id behind a handler stalled 5 s | $c_hol | $rust_hol |"
-echo "| churn, cmtime -c 500 wall time (Rust/C, latest make bench) | $churn_c | ${churn_rust:-} |"
+echo "| churn: cmtime -c $DEMO_CMTIME wall time, this run (Rust/C $churn_ratio) | $churn_c s | $churn_rust s |"
 echo "total $(( $(date +%s) - t_all )) s; results in $IWCM_RESULTS_DIR"
 exit "$rc_all"
