@@ -65,6 +65,7 @@ use crate::rdma::shared_cm_id::{Fields, RawCmId, SharedCmId, Unseen};
 use crate::rdma::sockaddr;
 use crate::state::{self, Actions, Input, Outcome, State};
 use crate::trace;
+use abort::{AbortBound, BoundVerdict};
 use core::ffi::c_void;
 use event::{Checked, Event, EventRing};
 #[cfg(CONFIG_KUNIT)]
@@ -75,11 +76,7 @@ use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, SpinLockIrq},
     task::Task,
-    time::msecs_to_jiffies,
-    workqueue::{
-        impl_has_delayed_work, impl_has_work, new_delayed_work, new_work, DelayedWork, Work,
-        WorkItem,
-    },
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
 /// The number of live cm_ids (debugfs iw_cm/count).
@@ -97,15 +94,6 @@ pub(crate) extern "C" fn iwcm_live_count() -> usize {
 const ACTIVE_EVENT_SLOTS: usize = 4;
 /// Event slots of a passive cm_id: ESTABLISHED, DISCONNECT, CLOSE.
 const PASSIVE_EVENT_SLOTS: usize = 3;
-
-/// How long an accepted cm_id that its ULP disconnected before ESTABLISHED
-/// waits for the provider's CLOSE, in milliseconds.  The disconnect moved
-/// its QP to ERR, on which siw, iw_cxgb4 and irdma report CLOSE at once;
-/// after this bound iw_cm delivers a CLOSE of its own (status
-/// -ETIMEDOUT) and drops its QP reference, as C would on a CLOSE, so that
-/// a provider that reports nothing cannot make the ULP wait for its
-/// DISCONNECTED for good.  Twice siw's 5 s MPA reply timer.
-const ABORT_CLOSE_BOUND_MS: u32 = 10_000;
 
 /// The largest backlog a listener gets: `iw_cm_listen` clamps a larger one
 /// (from the ULP or `net/iw_cm/default_backlog`) to it.  A listener
@@ -286,23 +274,12 @@ macro_rules! provider_fault {
 }
 
 // After `provider_fault!`, which they use (textual macro scope).
+mod abort;
 mod delivery;
 mod event;
 mod portmap;
 pub(crate) mod table;
 pub(crate) mod upcall;
-
-/// What the bound on an aborted accept's CLOSE found
-/// ([`CmId::queue_own_close`]).
-enum AbortBound {
-    /// iw_cm's own CLOSE is queued: kick the delivery.
-    Closed,
-    /// Events are in flight: wait one bound more.
-    Again,
-    /// The id moved on (the provider's CLOSE came, or a destroy): nothing
-    /// to do.
-    Done,
-}
 
 /// The mutable part of a cm_id, behind `CmId::inner`.
 ///
@@ -337,10 +314,11 @@ struct Inner {
     delivery: Option<table::Delivery>,
     /// `CmId::table_id`, for the tracepoints of `take_qp`.
     table_id: u32,
-    /// The ULP disconnected this id after its accept and before
-    /// ESTABLISHED (AcceptSent to Closing): until the id leaves Closing,
-    /// the bound of [`ABORT_CLOSE_BOUND_MS`] may close it.
-    aborting: bool,
+    /// The bound on the provider's CLOSE, armed when the ULP disconnected
+    /// this id after its accept and before ESTABLISHED (AcceptSent to
+    /// Closing); taken out, and told to let go of the id, once the id has
+    /// left Closing ([`CmId::drop_abort_bound`]).
+    abort_bound: Option<Arc<AbortBound>>,
 }
 
 impl Inner {
@@ -391,10 +369,6 @@ pub(crate) struct CmId {
     waiters: CondVar,
     #[pin]
     work: Work<CmId>,
-    /// The bound on the provider's CLOSE after a disconnect before
-    /// ESTABLISHED ([`ABORT_CLOSE_BOUND_MS`]); queued with a reference.
-    #[pin]
-    abort_bound: DelayedWork<CmId, 1>,
     /// References the provider holds (`add_ref` minus `rem_ref`): a
     /// `rem_ref` without a matching `add_ref` is a provider fault and is
     /// ignored, instead of dropping a reference the ULP or a queued event
@@ -433,18 +407,6 @@ impl WorkItem for CmId {
         this.deliver_queued();
         // Dropping `this` may free the cm_id: the workqueue core does not
         // touch a work item after its function returns.
-    }
-}
-
-impl_has_delayed_work! {
-    impl HasDelayedWork<Self, 1> for CmId { self.abort_bound }
-}
-
-impl WorkItem<1> for CmId {
-    type Pointer = Arc<CmId>;
-
-    fn run(this: Arc<CmId>) {
-        this.abort_bound_expired();
     }
 }
 
@@ -532,11 +494,10 @@ impl CmId {
                     role: table::Role::None,
                     delivery: None,
                     table_id,
-                    aborting: false,
+                    abort_bound: None,
                 }, "CmId::inner"),
                 waiters <- new_condvar!("CmId::waiters"),
                 work <- new_work!("CmId::work"),
-                abort_bound <- new_delayed_work!("CmId::abort_bound"),
                 provider_refs: Atomic::new(0),
                 table_id,
                 table_seq: Atomic::new(u64::MAX),
@@ -804,7 +765,7 @@ impl CmId {
     /// `iw_connect`/`iw_accept` downcall runs, never for the network: an
     /// accepted id still waiting for ESTABLISHED is reset (QP to ERR) and
     /// hears CLOSE from the provider (or from iw_cm after
-    /// [`ABORT_CLOSE_BOUND_MS`]); a connecting id waiting for
+    /// [`abort::ABORT_CLOSE_BOUND_MS`]); a connecting id waiting for
     /// CONNECT_REPLY has its QP reset and hears the CONNECT_REPLY.
     pub(crate) fn disconnect(this: ArcBorrow<'_, CmId>, abrupt: bool) -> Result {
         let me = current_task();
@@ -816,7 +777,6 @@ impl CmId {
                     Outcome::Wait => this.waiters.wait(&mut g),
                     Outcome::Go { next, actions } => {
                         let aborting = g.state == State::AcceptSent;
-                        g.aborting |= aborting;
                         g.state = next;
                         // A second reference for the QP state change, so
                         // that a concurrent CLOSE may drop iw_cm's own.
@@ -841,65 +801,86 @@ impl CmId {
         };
         drop(qp);
         if aborting {
-            let arc: Arc<CmId> = this.into();
-            // `Err`: already queued by an earlier disconnect; that bound
-            // holds.
-            let _ = crate::c_helpers::delivery_queue()
-                .enqueue_delayed::<_, 1>(arc, msecs_to_jiffies(ABORT_CLOSE_BOUND_MS));
+            this.arm_abort_bound();
         }
         Ok(())
     }
 
-    /// The bound of a disconnect before ESTABLISHED expired: if the
-    /// provider's CLOSE has not come (the id is still Closing and holds
-    /// its QP reference) and nothing of the provider's is queued or being
-    /// delivered, queue a CLOSE of iw_cm's own (status -ETIMEDOUT),
-    /// delivered in order like any event; a later CLOSE from the provider
-    /// is then a provider fault.  With events in flight (the provider's
-    /// CLOSE may be among them), wait one bound more.  Process context.
-    fn abort_bound_expired(self: Arc<Self>) {
-        match self.queue_own_close() {
-            AbortBound::Closed => {
-                pr_info!(
-                    "cm_id {}: no CLOSE from the provider {} ms after a disconnect before ESTABLISHED: closed by iw_cm\n",
-                    self.table_id,
-                    ABORT_CLOSE_BOUND_MS
+    /// Arms the bound on the provider's CLOSE after a disconnect before
+    /// ESTABLISHED ([`abort::ABORT_CLOSE_BOUND_MS`]).  Without memory for it the
+    /// id has no bound: the ULP's destroy still releases everything.  May
+    /// sleep.
+    fn arm_abort_bound(self: ArcBorrow<'_, CmId>) {
+        let bound = match AbortBound::arm(self.into()) {
+            Ok(b) => b,
+            Err(_) => {
+                pr_warn!(
+                    "cm_id {}: no memory for the bound on the provider's CLOSE\n",
+                    self.table_id
                 );
-                Self::kick(self.as_arc_borrow());
+                return;
             }
-            AbortBound::Again => {
-                let _ = crate::c_helpers::delivery_queue()
-                    .enqueue_delayed::<_, 1>(self, msecs_to_jiffies(ABORT_CLOSE_BOUND_MS));
+        };
+        let unused = {
+            let mut g = self.inner.lock();
+            if g.state == State::Closing && g.abort_bound.is_none() {
+                g.abort_bound = Some(bound);
+                None
+            } else {
+                // CLOSE came meanwhile, or a bound is armed already.
+                Some(bound)
             }
-            AbortBound::Done => {}
+        };
+        if let Some(b) = unused {
+            b.forget();
         }
     }
 
-    /// [`Self::abort_bound_expired`]'s decision, under the lock: queues
-    /// iw_cm's CLOSE when it is due.
-    fn queue_own_close(&self) -> AbortBound {
+    /// Gives up the bound on the provider's CLOSE once the id has left
+    /// Closing (its CLOSE delivered, or destroyed), so that the bound's
+    /// work item does not hold the id until it fires.  Process context.
+    fn drop_abort_bound(&self) {
+        let bound = {
+            let mut g = self.inner.lock();
+            if g.state == State::Closing {
+                None
+            } else {
+                g.abort_bound.take()
+            }
+        };
+        if let Some(b) = bound {
+            b.forget();
+        }
+    }
+
+    /// For the bound on the provider's CLOSE, when it expires: if the
+    /// provider's CLOSE has not come (the id is still Closing and holds
+    /// its QP reference) and nothing of the provider's is queued or being
+    /// delivered, queues a CLOSE of iw_cm's own (status -ETIMEDOUT),
+    /// delivered in order like any event; a later CLOSE from the provider
+    /// is then a provider fault.  Any context.
+    fn queue_own_close(&self) -> BoundVerdict {
         let mut ev = Some(Event::synthetic_close(
             -(kernel::bindings::ETIMEDOUT as i32),
         ));
         let verdict = {
             let mut g = self.inner.lock();
-            if !(g.aborting && g.state == State::Closing && g.qp.is_some()) {
-                AbortBound::Done
+            if !(g.state == State::Closing && g.qp.is_some()) {
+                BoundVerdict::Done
             } else if g.events.len > 0 || g.delivering != 0 {
-                AbortBound::Again
+                BoundVerdict::Again
             } else if g.events.push(&mut ev) {
                 g.queued += 1;
-                g.aborting = false;
                 trace::iw_cm_event_queued(
                     self.table_id.into(),
                     crate::bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE as i32,
                     -(kernel::bindings::ETIMEDOUT as i32),
                 );
-                AbortBound::Closed
+                BoundVerdict::Closed
             } else {
                 // No slot at all (not reached: an accepted id has its
                 // slots); the ULP's destroy releases the QP.
-                AbortBound::Done
+                BoundVerdict::Done
             }
         };
         // An event not queued is freed here, after the unlock.
@@ -994,6 +975,7 @@ impl CmId {
         if actions.contains(Actions::UNMAP) {
             self.unmap_ports();
         }
+        self.drop_abort_bound();
     }
 
     /// Requests queued on a listener and never delivered (the events

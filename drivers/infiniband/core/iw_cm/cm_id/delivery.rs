@@ -85,7 +85,7 @@ impl CmId {
     pub(super) fn kick(this: ArcBorrow<'_, CmId>) {
         let arc: Arc<CmId> = this.into();
         // `Err` means already queued: that run will see our event.
-        let _ = crate::c_helpers::delivery_queue().enqueue::<_, 0>(arc);
+        let _ = crate::c_helpers::delivery_queue().enqueue(arc);
     }
 
     /// The work item: delivers the queued events in order.
@@ -93,7 +93,11 @@ impl CmId {
         let me = current_task();
         loop {
             match self.next_step(me) {
-                Next::Return => return,
+                Next::Return => {
+                    // A CLOSE delivered ends a disconnect's bound.
+                    self.drop_abort_bound();
+                    return;
+                }
                 Next::Skip(mut ev, skip) => {
                     let handled = Handled(self);
                     self.skip(&mut ev, skip);
@@ -124,8 +128,6 @@ impl CmId {
         match state::step(g.state, input) {
             Outcome::Go { next, actions } => {
                 g.state = next;
-                // Out of Closing: a disconnect's bound no longer applies.
-                g.aborting &= next == State::Closing;
                 // A handler call only with DELIVER (a listener's CONNECT_REQUEST
                 // calls the child's, in `connect_request`).
                 let h = if actions.contains(Actions::DELIVER) {
@@ -153,7 +155,6 @@ impl CmId {
             Outcome::ProviderFault { next, actions } => {
                 let from = g.state;
                 g.state = next;
-                g.aborting &= next == State::Closing;
                 let qp = g.take_qp(actions);
                 let fault = Skip::Fault {
                     input,
