@@ -199,6 +199,11 @@ mod tests {
     }
 
     #[test]
+    fn close_gives_the_qp_back_while_an_earlier_handler_runs() -> Result {
+        lifecycle::close_gives_the_qp_back_while_an_earlier_handler_runs()
+    }
+
+    #[test]
     fn a_blocked_handler_does_not_delay_other_cm_ids() -> Result {
         lifecycle::a_blocked_handler_does_not_delay_other_cm_ids()
     }

@@ -199,7 +199,10 @@ pub(crate) fn event_upcall(this: Option<ArcBorrow<'_, CmId>>, src: Option<&RawCm
     };
     // Unless queued, `ev` is freed when the upcall returns, after the unlock.
     let mut ev = Some(Event::new(src, pdata, checked, child));
-    match queue_event(&this, &mut ev, src, is_request) {
+    let (queued, qp) = queue_event(&this, &mut ev, src, is_request);
+    // iw_cm's QP reference, when this is a CLOSE: after the unlock.
+    drop(qp);
+    match queued {
         Queued::Yes => {
             CmId::kick(this);
             Ok(())
@@ -257,10 +260,32 @@ enum Queued {
 
 /// Moves `*ev` (`src`'s copy; `is_request` for a CONNECT_REQUEST) into
 /// this cm_id's ring, under its lock.  Unless it was queued, `*ev` is left
-/// for the caller to free after the unlock.  Any context.
-fn queue_event(this: &CmId, ev: &mut Option<Event>, src: &RawCmEvent, is_request: bool) -> Queued {
+/// for the caller to free after the unlock.
+///
+/// A CLOSE also takes iw_cm's QP reference out, returned for the caller
+/// to drop after the unlock: the provider is done with the QP once it
+/// reports CLOSE, and the ULP may destroy its QP before this id's earlier
+/// events are delivered -- smbdirect's cleanup destroys it under the id's
+/// rdma_cm handler_mutex, for which the delivery of the id's ESTABLISHED
+/// waits, and `siw_destroy_qp` waits for every QP reference: had the
+/// reference waited for the CLOSE's delivery, behind that ESTABLISHED,
+/// the three would wait for each other for good (a peer that asks for an
+/// RTR frame and half-closes made ksmbd's removal hang so).  Every
+/// transition a CLOSE takes where the QP may be held releases it
+/// (state.rs), so the delivery then finds none.  Any context.
+fn queue_event(
+    this: &CmId,
+    ev: &mut Option<Event>,
+    src: &RawCmEvent,
+    is_request: bool,
+) -> (Queued, Option<QpRef>) {
     let mut g = this.inner.lock();
-    if g.state == State::Destroying {
+    let qp = if kind_of(src.event) == Some(Kind::Close) {
+        g.take_qp(Actions::RELEASE_QP)
+    } else {
+        None
+    };
+    let queued = if g.state == State::Destroying {
         if is_request {
             Queued::Refused
         } else {
@@ -274,7 +299,8 @@ fn queue_event(this: &CmId, ev: &mut Option<Event>, src: &RawCmEvent, is_request
         Queued::NoSlots
     } else {
         Queued::Full
-    }
+    };
+    (queued, qp)
 }
 
 /// `cm_id->add_ref` (`c_entry.rs`): the provider takes a reference on

@@ -44,6 +44,9 @@ pub(super) const MODE_DESTROY_LISTENER_IN_REQ_NO_MEM: u32 = 7;
 /// The first CONNECT_REQUEST's handler waits for RELEASE (BLOCKED
 /// meanwhile), so that later requests stay queued on the listener.
 pub(super) const MODE_BLOCK_FIRST_REQ: u32 = 8;
+/// The ESTABLISHED handler of tag 1's cm_ids waits for RELEASE (BLOCKED
+/// meanwhile), as a ULP's handler waits for a mutex its QP teardown holds.
+pub(super) const MODE_BLOCK_TAG1_EST: u32 = 9;
 /// `current->fail_nth` left after that destroy (1: nothing allocated
 /// through a fault point).
 pub(super) static FAIL_NTH_LEFT: AtomicU32 = AtomicU32::new(0);
@@ -200,6 +203,15 @@ pub(super) unsafe extern "C" fn ulp_handler(
                 set_fail_nth(0);
             }
         }
+    }
+    if kind == EV_EST && mode == MODE_BLOCK_TAG1_EST && tag == 1 {
+        BLOCKED.store(true, SeqCst);
+        let mut ms = 0;
+        while !RELEASE.load(SeqCst) && ms < 5000 {
+            fsleep(Delta::from_millis(5));
+            ms += 5;
+        }
+        BLOCKED.store(false, SeqCst);
     }
     if kind == EV_CLOSE {
         if mode == MODE_BLOCK_TAG1_CLOSE && tag == 1 {

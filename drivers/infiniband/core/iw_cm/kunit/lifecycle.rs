@@ -660,6 +660,49 @@ pub(super) fn disconnect_of_a_connecting_id_does_not_wait_for_the_reply() -> Res
     Ok(())
 }
 
+/// The provider reports CLOSE while the ULP's handler of an earlier event
+/// of the same cm_id still runs (blocked, as rdma_cm's handler waits for
+/// its handler_mutex while smbdirect's cleanup holds it and destroys the
+/// QP): iw_cm's QP reference goes at the CLOSE upcall, not when the CLOSE
+/// is delivered behind that handler, so that the ULP's QP destroy (siw
+/// and iw_cxgb4 wait for every QP reference) can end and let the handler
+/// go.  Before, the three waited for each other for good (ksmbd, a peer
+/// that asked for an RTR frame and half-closed).
+pub(super) fn close_gives_the_qp_back_while_an_earlier_handler_runs() -> Result {
+    reset();
+    let base = iface::live();
+    let mut dev = FakeDev::new()?;
+    let l = create(&mut dev, 1)?;
+    // SAFETY: `l` is live and owned by the test.
+    assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
+    assert_eq!(upcall(l, EV_REQ, 0), 0);
+    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+    let child = CHILD.load(SeqCst);
+    assert_eq!(accept(child), 0);
+    assert_eq!(QP_REFS.load(SeqCst), 1);
+    MODE.store(MODE_BLOCK_TAG1_EST, SeqCst);
+    assert_eq!(upcall(child, EV_EST, 0), 0);
+    assert!(wait_until(|| BLOCKED.load(SeqCst)));
+    assert_eq!(upcall(child, EV_DISC, 0), 0);
+    assert_eq!(upcall(child, EV_CLOSE, 0), 0);
+    // The handler of ESTABLISHED still runs; iw_cm's reference is gone.
+    assert!(BLOCKED.load(SeqCst));
+    assert_eq!(QP_REFS.load(SeqCst), 0);
+    RELEASE.store(true, SeqCst);
+    assert!(wait_until(|| NEVENTS.load(SeqCst) == 3));
+    // ESTABLISHED's handler was entered with the reference held.
+    assert_eq!(event(1), (1, EV_EST, 1));
+    assert_eq!(event(2), (1, EV_CLOSE, 0));
+    provider_release(child);
+    // SAFETY: the test owns both ids.
+    unsafe {
+        bindings::iw_destroy_cm_id(child);
+        bindings::iw_destroy_cm_id(l);
+    }
+    assert!(wait_live(base));
+    Ok(())
+}
+
 pub(super) fn a_blocked_handler_does_not_delay_other_cm_ids() -> Result {
     reset();
     let base = iface::live();
