@@ -790,8 +790,14 @@ impl CmId {
         if !actions.contains(Actions::QP_ERR) && !actions.contains(Actions::QP_SQD) {
             return Ok(());
         }
-        // QP could be null for a user-mode client (iwcm.c): -EINVAL.
-        let qp = qp.ok_or(EINVAL)?;
+        // No QP: the provider's CLOSE gave it back already (its upcall
+        // does, upcall.rs) and is on its way to the ULP; nothing to
+        // close.  (iwcm.c's -EINVAL for a connected id without a QP, a
+        // user-mode client's, cannot happen here: connect and accept
+        // refuse a QP number the device does not know.)
+        let Some(qp) = qp else {
+            return Ok(());
+        };
         // Both sides may be disconnecting: the QP may already be in ERR or
         // SQD, so the result is ignored (iwcm.c).
         let _ = if actions.contains(Actions::QP_ERR) {

@@ -381,10 +381,11 @@ pub unsafe extern "C" fn iw_cm_connect(
 /// CONNECT_REPLY): an accepted id that has not heard ESTABLISHED is reset
 /// (QP to ERR, graceful or not) and hears CLOSE; a connecting id that has
 /// not heard CONNECT_REPLY has its QP reset and hears the (failed)
-/// CONNECT_REPLY.  Errors: -EINVAL on a listener or a destroyed id, on a
-/// connected id with no QP (a user-mode client's, as iwcm.c), and when
-/// called from this cm_id's own handler while its downcall runs (where
-/// iwcm.c would wait for itself).  May sleep.
+/// CONNECT_REPLY.  Errors: -EINVAL on a listener or a destroyed id, and
+/// when called from this cm_id's own handler while its downcall runs
+/// (where iwcm.c would wait for itself).  0 on a connected id whose CLOSE
+/// the provider has already reported (its QP given back, the CLOSE on its
+/// way).  May sleep.
 ///
 /// # Safety
 ///
