@@ -290,7 +290,9 @@ pub(crate) mod upcall;
 /// has no slots (events are dropped in the upcall) and it never leaves it.
 struct Inner {
     state: State,
-    /// iw_cm's QP reference (ConnSent, Accepting, Established, Closing).
+    /// iw_cm's QP reference (Connecting, ConnSent, Accepting, AcceptSent,
+    /// Established, Closing), given back at the latest when the provider's
+    /// CLOSE is queued (upcall.rs).
     qp: Option<QpRef>,
     events: EventRing,
     /// The task delivering an event of this cm_id (as an address), 0 when
@@ -819,10 +821,11 @@ impl CmId {
     fn arm_abort_bound(self: ArcBorrow<'_, CmId>) {
         let bound = match AbortBound::arm(self.into()) {
             Ok(b) => b,
-            Err(_) => {
+            Err(e) => {
                 pr_warn!(
-                    "cm_id {}: no memory for the bound on the provider's CLOSE\n",
-                    self.table_id
+                    "cm_id {}: no bound on the provider's CLOSE ({:?})\n",
+                    self.table_id,
+                    e
                 );
                 return;
             }

@@ -261,6 +261,7 @@ __iwcm_on_signal() {
 	__iwcm_dump_tasks
 	iwcm_stop_all
 	iwcm_teardown >/dev/null 2>&1
+	__iwcm_panic_on_warn_restore
 	exit "$KSFT_FAIL"
 }
 
@@ -885,16 +886,14 @@ iwcm_upstream_siw_splats() {
 # (XFAIL), 4 when all skipped, 0 pass.
 iwcm_finish() {
 	local splats rc
-	if [ -n "$IWCM_PANIC_ON_WARN_OLD" ]; then
-		echo "$IWCM_PANIC_ON_WARN_OLD" > /proc/sys/kernel/panic_on_warn
-		IWCM_PANIC_ON_WARN_OLD=
-	fi
 	if [ "$IWCM_SETUP_DONE" = 1 ]; then
 		iwcm_check_no_leak
 		local acct=0 eps=
 		iwcm_siw_ep_accounting && acct=1
 		iwcm_teardown
 		rc=$?
+		# (After the teardown, which the peers' tests cover too.)
+		__iwcm_panic_on_warn_restore
 		splats=$(iwcm_new_splats)
 		# siw frees an endpoint on its CM workqueue: allow it a moment.
 		if [ $acct = 1 ] && ! iwcm_wait_for 10 __iwcm_siw_endpoints_freed; then
@@ -922,6 +921,7 @@ iwcm_finish() {
 		fi
 	else
 		iwcm_stop_all
+		__iwcm_panic_on_warn_restore
 		while [ "$KTAP_TESTNO" -le "$KSFT_NUM_TESTS" ]; do
 			ktap_test_fail "not run: setup failed or test aborted"
 		done
@@ -952,7 +952,8 @@ iwcm_finish() {
 }
 
 # iwcm_panic_on_warn: with ours, kernel.panic_on_warn=1 until iwcm_finish
-# (which restores it): a WARN that a remote peer can draw is a remote
+# (which restores it after its teardown, as the signal handler does): a
+# WARN that a remote peer can draw is a remote
 # crash on such a machine, so the tests of what peers send run with it
 # (issue 39; Documentation/iw_cm.rst, "What a remote peer can do").  A
 # WARN then panics the guest and the job fails.  Not with the C iw_cm,
@@ -965,6 +966,11 @@ iwcm_panic_on_warn() {
 	read -r IWCM_PANIC_ON_WARN_OLD < /proc/sys/kernel/panic_on_warn
 	echo 1 > /proc/sys/kernel/panic_on_warn
 	iwcm_log "$IWCM_NAME: panic_on_warn=1 until the end of the test (was $IWCM_PANIC_ON_WARN_OLD)"
+}
+__iwcm_panic_on_warn_restore() {
+	[ -n "$IWCM_PANIC_ON_WARN_OLD" ] || return 0
+	echo "$IWCM_PANIC_ON_WARN_OLD" > /proc/sys/kernel/panic_on_warn
+	IWCM_PANIC_ON_WARN_OLD=
 }
 
 # iwcm_setup_or_bail: setup, or fail every planned result and exit.

@@ -19,7 +19,7 @@ Prints one line per step ("peer: ...") and exits 0 when it could play its
 part (a TCP connection was made), 1 otherwise.  --pdata gives the ULP's
 private data of the client cases that a kernel listener must accept
 (rtr_*, noread_hold): an NVMe/RDMA CM request for nvmet-rdma, say
-(remote_peer.sh); 4 zero bytes by default.
+(remote_peer.sh); by default 4 zero bytes (rtr_*) or none (noread_hold).
 
 As a flood (connect_flood.sh) it opens N TCP connections, P at a time,
 each sending a well-formed MPA v2 request, and sorts what each gets back:

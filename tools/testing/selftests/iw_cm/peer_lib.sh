@@ -6,8 +6,9 @@
 # nothing behind; rtr_hold, silent_hold_long and noread_hold are held
 # across a bounded `rdma link delete`; then the listener must serve a
 # normal client and keep no id at its port but its own.  Used by
-# remote_peer.sh (nvmet-rdma, rping) and the ULP tests (nfsd, ksmbd, LIO
-# isert).  Sourced after lib.sh.
+# remote_peer.sh (nvmet-rdma, rping), nfs_rdma.sh (nfsd) and
+# smb_direct.sh (ksmbd); iser.sh has its own two RTR peers for LIO's
+# isert.  Sourced after lib.sh.
 #
 #   peer_round NAME PORT STOP RESTART CLIENT PDATA
 #     STOP      a function run before the delete (a user listener's kill:
@@ -120,7 +121,9 @@ peer_closing() {
 # peer_held_delete NAME PORT STOP PDATA CASES: the CASES peers (those C can
 # meet) connected and held, STOP (a function: the user listener's kill,
 # or none) then `rdma link delete` within PEER_BOUND s, the link added again.
-# One result.  Returns non-zero when the link could not come back.
+# One result.  Returns 0 when the link was deleted and added again (the
+# listener must be restarted), 1 when it could not come back, 2 when no
+# delete was tried (a peer was not accepted, or none could run).
 peer_held_delete() {
 	local name=$1 port=$2 stop=$3 pdata=$4 cases=$5 c why run= skipped= pids=() pid secs rc
 	local what t0
@@ -138,7 +141,7 @@ peer_held_delete() {
 			iwcm_show_log "$log"
 			ktap_test_fail "$name: rdma link delete with peer(s)$cases held: peer $c was not accepted"
 			for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-			return 0
+			return 2
 		fi
 		run+=" $c"
 	done
@@ -146,7 +149,7 @@ peer_held_delete() {
 	[ -n "$skipped" ] && what+=" ($skipped skipped: $(peer_c_skip rtr_hold))"
 	if [ -z "$run" ]; then
 		ktap_test_skip "$name: rdma link delete with peer(s)$cases held: $(peer_c_skip rtr_hold)"
-		return 0
+		return 2
 	fi
 	# (noread_hold: the listener has accepted once its id is connected.)
 	iwcm_wait_for 10 bash -c "rdma resource show cm_id 2>/dev/null | grep -E 'src-addr +[0-9.]+:$port ' | grep -q CONNECT"
@@ -180,19 +183,20 @@ peer_round() {
 	for c in rtr_close rtr_fin; do
 		peer_closing "$name" "$port" "$c" "${pd[@]}"
 	done
-	if [ "${IWCM_QUICK:-0}" = 1 ]; then
-		peer_held_delete "$name" "$port" "$stop" "$pdata" " $PEER_HOLDERS" || linked=0
-		[ $linked -eq 1 ] && $restart
-	else
-		for c in $PEER_HOLDERS; do
-			if [ $linked -eq 1 ]; then
-				peer_held_delete "$name" "$port" "$stop" "$pdata" " $c" || linked=0
-				[ $linked -eq 1 ] && $restart
-			else
-				ktap_test_skip "$name: rdma link delete with peer $c held: the link is gone"
-			fi
-		done
-	fi
+	local sets=$PEER_HOLDERS set rc
+	# (Quick: the holders together, across one delete; else one each.)
+	[ "${IWCM_QUICK:-0}" = 1 ] && sets=all
+	for set in $sets; do
+		[ "$set" = all ] && set=$PEER_HOLDERS
+		if [ $linked -eq 0 ]; then
+			ktap_test_skip "$name: rdma link delete with peer(s) $set held: the link is gone"
+			continue
+		fi
+		peer_held_delete "$name" "$port" "$stop" "$pdata" " $set"
+		rc=$?
+		[ $rc -eq 1 ] && linked=0
+		[ $rc -eq 0 ] && $restart
+	done
 	if [ $linked -eq 1 ] && $client; then
 		ktap_test_pass "$name: serves a normal client after the peers"
 	else

@@ -262,8 +262,8 @@ enum Queued {
 /// this cm_id's ring, under its lock.  Unless it was queued, `*ev` is left
 /// for the caller to free after the unlock.
 ///
-/// A CLOSE also takes iw_cm's QP reference out, returned for the caller
-/// to drop after the unlock: the provider is done with the QP once it
+/// A CLOSE, once queued, also takes iw_cm's QP reference out, returned for
+/// the caller to drop after the unlock: the provider is done with the QP once it
 /// reports CLOSE, and the ULP may destroy its QP before this id's earlier
 /// events are delivered -- smbdirect's cleanup destroys it under the id's
 /// rdma_cm handler_mutex, for which the delivery of the id's ESTABLISHED
@@ -280,11 +280,6 @@ fn queue_event(
     is_request: bool,
 ) -> (Queued, Option<QpRef>) {
     let mut g = this.inner.lock();
-    let qp = if kind_of(src.event) == Some(Kind::Close) {
-        g.take_qp(Actions::RELEASE_QP)
-    } else {
-        None
-    };
     let queued = if g.state == State::Destroying {
         if is_request {
             Queued::Refused
@@ -299,6 +294,14 @@ fn queue_event(
         Queued::NoSlots
     } else {
         Queued::Full
+    };
+    // Only a CLOSE that will be delivered: a refused one leaves the QP
+    // with the id, where the bound on an aborted accept's CLOSE
+    // (abort.rs) still sees that no CLOSE came.
+    let qp = if matches!(queued, Queued::Yes) && kind_of(src.event) == Some(Kind::Close) {
+        g.take_qp(Actions::RELEASE_QP)
+    } else {
+        None
     };
     (queued, qp)
 }
