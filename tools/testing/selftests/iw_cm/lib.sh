@@ -960,17 +960,17 @@ iwcm_finish() {
 # whose BUG()s on some peers the tests skip anyway, nor with upstream siw
 # (IWCM_SIW=stock), whose own faults (KASAN reports, which panic_on_warn
 # turns into panics too) are XFAILs there.
-IWCM_PANIC_ON_WARN_OLD=
+__iwcm_pow_old=
 iwcm_panic_on_warn() {
 	[ "$IWCM_IMPL" = rust ] && ! iwcm_stock_siw && [ -w /proc/sys/kernel/panic_on_warn ] || return 0
-	read -r IWCM_PANIC_ON_WARN_OLD < /proc/sys/kernel/panic_on_warn
+	read -r __iwcm_pow_old < /proc/sys/kernel/panic_on_warn
 	echo 1 > /proc/sys/kernel/panic_on_warn
-	iwcm_log "$IWCM_NAME: panic_on_warn=1 until the end of the test (was $IWCM_PANIC_ON_WARN_OLD)"
+	iwcm_log "$IWCM_NAME: panic_on_warn=1 until the end of the test (was $__iwcm_pow_old)"
 }
 __iwcm_panic_on_warn_restore() {
-	[ -n "$IWCM_PANIC_ON_WARN_OLD" ] || return 0
-	echo "$IWCM_PANIC_ON_WARN_OLD" > /proc/sys/kernel/panic_on_warn
-	IWCM_PANIC_ON_WARN_OLD=
+	[ -n "$__iwcm_pow_old" ] || return 0
+	echo "$__iwcm_pow_old" > /proc/sys/kernel/panic_on_warn
+	__iwcm_pow_old=
 }
 
 # iwcm_setup_or_bail: setup, or fail every planned result and exit.

@@ -91,12 +91,7 @@ nfs_client() {
 		{ iwcm_show_log "$IWCM_TMP/mount-again.log"; return 1; }
 	iwcm_bounded 60 umount "$mnt" || { umount -l "$mnt"; return 1; }
 }
-if [ $ok -eq 1 ] && iwcm_wait_for 30 peer_port_clean "$PORT"; then
-	peer_round nfsd "$PORT" "" true nfs_client ""
-else
-	[ $ok -eq 1 ] && peer_show_port_ids "$PORT" "before the peers"
-	for i in $(seq "$PEER_RESULTS"); do ktap_test_skip "nfsd: remote peers not run ($([ $ok -eq 1 ] && echo "the client's connection still there" || echo "no NFS/RDMA mount"))"; done
-fi
+peer_round_ulp "$ok" nfsd "$PORT" nfs_client "NFS/RDMA mount"
 nfsd_stop
 # The client's and the server's ids go once their transports are closed:
 # no rdma_cm id with the port left.

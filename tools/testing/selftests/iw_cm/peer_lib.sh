@@ -211,3 +211,23 @@ peer_round() {
 	return $((1 - linked))
 }
 
+# peer_round_ulp OK NAME PORT CLIENT WHAT: for a ULP test, after its own
+# client has unmounted (OK 1: it had mounted), peer_round against the
+# ULP's wildcard listener at PORT (it listens again by itself after the
+# relink) once the client's connection is gone; otherwise PEER_RESULTS
+# skips saying why (WHAT names the mount).
+peer_round_ulp() {
+	local ok=$1 name=$2 port=$3 client=$4 what=$5 i why
+	if [ "$ok" -eq 1 ] && iwcm_wait_for 30 peer_port_clean "$port"; then
+		peer_round "$name" "$port" "" true "$client" ""
+		return
+	fi
+	why="no $what"
+	if [ "$ok" -eq 1 ]; then
+		why="the client's connection still there"
+		peer_show_port_ids "$port" "before the peers"
+	fi
+	for i in $(seq "$PEER_RESULTS"); do
+		ktap_test_skip "$name: remote peers not run ($why)"
+	done
+}

@@ -92,12 +92,7 @@ smb_client() {
 		{ iwcm_show_log "$IWCM_TMP/mount-again.log"; return 1; }
 	iwcm_bounded 60 umount "$mnt" || { umount -l "$mnt"; return 1; }
 }
-if [ $ok -eq 1 ] && iwcm_wait_for 30 peer_port_clean "$PORT"; then
-	peer_round ksmbd "$PORT" "" true smb_client ""
-else
-	[ $ok -eq 1 ] && peer_show_port_ids "$PORT" "before the peers"
-	for i in $(seq "$PEER_RESULTS"); do ktap_test_skip "ksmbd: remote peers not run ($([ $ok -eq 1 ] && echo "the client's connection still there" || echo "no SMB Direct mount"))"; done
-fi
+peer_round_ulp "$ok" ksmbd "$PORT" smb_client "SMB Direct mount"
 smb_ids_gone() { ! iwcm_dev_cm_ids | grep -qE "(src|dst)-addr +[0-9.]+:$PORT "; }
 if ksmbd_stop && iwcm_wait_for 60 smb_ids_gone; then
 	ktap_test_pass "ksmbd stopped, no rdma_cm id with port $PORT left"

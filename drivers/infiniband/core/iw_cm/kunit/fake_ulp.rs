@@ -115,6 +115,18 @@ pub(super) const TAG_LIMIT: usize = 4096;
 ///
 /// # Safety
 ///
+/// A handler that blocks: BLOCKED while it waits for RELEASE (at most
+/// 5 s).
+fn block_until_release() {
+    BLOCKED.store(true, SeqCst);
+    let mut ms = 0;
+    while !RELEASE.load(SeqCst) && ms < 5000 {
+        fsleep(Delta::from_millis(5));
+        ms += 5;
+    }
+    BLOCKED.store(false, SeqCst);
+}
+
 /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
 pub(super) unsafe extern "C" fn ulp_handler(
     id: *mut bindings::iw_cm_id,
@@ -176,13 +188,7 @@ pub(super) unsafe extern "C" fn ulp_handler(
             return -1;
         }
         if mode == MODE_BLOCK_FIRST_REQ && c == 0 {
-            BLOCKED.store(true, SeqCst);
-            let mut ms = 0;
-            while !RELEASE.load(SeqCst) && ms < 5000 {
-                fsleep(Delta::from_millis(5));
-                ms += 5;
-            }
-            BLOCKED.store(false, SeqCst);
+            block_until_release();
         }
         let no_mem = mode == MODE_DESTROY_LISTENER_IN_REQ_NO_MEM;
         if (mode == MODE_DESTROY_LISTENER_IN_REQ || no_mem) && c == 0 {
@@ -205,23 +211,11 @@ pub(super) unsafe extern "C" fn ulp_handler(
         }
     }
     if kind == EV_EST && mode == MODE_BLOCK_TAG1_EST && tag == 1 {
-        BLOCKED.store(true, SeqCst);
-        let mut ms = 0;
-        while !RELEASE.load(SeqCst) && ms < 5000 {
-            fsleep(Delta::from_millis(5));
-            ms += 5;
-        }
-        BLOCKED.store(false, SeqCst);
+        block_until_release();
     }
     if kind == EV_CLOSE {
         if mode == MODE_BLOCK_TAG1_CLOSE && tag == 1 {
-            BLOCKED.store(true, SeqCst);
-            let mut ms = 0;
-            while !RELEASE.load(SeqCst) && ms < 5000 {
-                fsleep(Delta::from_millis(5));
-                ms += 5;
-            }
-            BLOCKED.store(false, SeqCst);
+            block_until_release();
         }
         if mode == MODE_DESTROY_SELF_ON_CLOSE {
             // SAFETY: the ULP owns this cm_id; destroying it from its own

@@ -492,6 +492,22 @@ pub(super) fn accepted_child_gets_established_then_close() -> Result {
     Ok(())
 }
 
+/// A listener of `tag` (backlog 2), the child of its one CONNECT_REQUEST,
+/// accepted: the preamble of the cases on an accepted passive cm_id.
+fn accepted_child(
+    dev: &mut FakeDev,
+    tag: usize,
+) -> Result<(*mut bindings::iw_cm_id, *mut bindings::iw_cm_id)> {
+    let l = create(dev, tag)?;
+    // SAFETY: `l` is live and owned by the test.
+    ensure!(unsafe { bindings::iw_cm_listen(l, 2) } == 0);
+    ensure!(upcall(l, EV_REQ, 0) == 0);
+    ensure!(wait_until(|| NEVENTS.load(SeqCst) == 1));
+    let child = CHILD.load(SeqCst);
+    ensure!(accept(child) == 0);
+    Ok((l, child))
+}
+
 /// siw, when the peer asked for an RTR frame and closed before sending
 /// it: DISCONNECT then CLOSE on an accepted child that never got
 /// ESTABLISHED.  The ULP hears CLOSE (rdma_cm: DISCONNECTED) with
@@ -501,13 +517,7 @@ pub(super) fn accepted_child_hears_close_when_the_peer_closes_first() -> Result 
     let base = iface::live();
     let faults = iface::provider_faults();
     let mut dev = FakeDev::new()?;
-    let l = create(&mut dev, 14)?;
-    // SAFETY: `l` is live and owned by the test.
-    assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
-    assert_eq!(upcall(l, EV_REQ, 0), 0);
-    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
-    let child = CHILD.load(SeqCst);
-    assert_eq!(accept(child), 0);
+    let (l, child) = accepted_child(&mut dev, 14)?;
     assert_eq!(QP_REFS.load(SeqCst), 1);
     assert_eq!(upcall(child, EV_DISC, 0), 0);
     assert_eq!(upcall(child, EV_CLOSE, 0), 0);
@@ -537,13 +547,7 @@ pub(super) fn disconnect_of_an_accepted_id_does_not_wait_for_established() -> Re
     reset();
     let base = iface::live();
     let mut dev = FakeDev::new()?;
-    let l = create(&mut dev, 15)?;
-    // SAFETY: `l` is live and owned by the test.
-    assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
-    assert_eq!(upcall(l, EV_REQ, 0), 0);
-    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
-    let child = CHILD.load(SeqCst);
-    assert_eq!(accept(child), 0);
+    let (l, child) = accepted_child(&mut dev, 15)?;
     assert_eq!(QP_REFS.load(SeqCst), 1);
     // SAFETY: the child is the test's since its CONNECT_REQUEST.
     assert_eq!(unsafe { bindings::iw_cm_disconnect(child, 0) }, 0);
@@ -586,13 +590,7 @@ pub(super) fn an_aborted_accept_hears_close_within_the_bound() -> Result {
     reset();
     let base = iface::live();
     let mut dev = FakeDev::new()?;
-    let l = create(&mut dev, 17)?;
-    // SAFETY: `l` is live and owned by the test.
-    assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
-    assert_eq!(upcall(l, EV_REQ, 0), 0);
-    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
-    let child = CHILD.load(SeqCst);
-    assert_eq!(accept(child), 0);
+    let (l, child) = accepted_child(&mut dev, 17)?;
     // SAFETY: the child is the test's since its CONNECT_REQUEST.
     assert_eq!(unsafe { bindings::iw_cm_disconnect(child, 0) }, 0);
     assert_eq!(QP_TO_ERR.load(SeqCst), 1);
@@ -674,13 +672,7 @@ pub(super) fn close_gives_the_qp_back_while_an_earlier_handler_runs() -> Result 
     reset();
     let base = iface::live();
     let mut dev = FakeDev::new()?;
-    let l = create(&mut dev, 1)?;
-    // SAFETY: `l` is live and owned by the test.
-    assert_eq!(unsafe { bindings::iw_cm_listen(l, 2) }, 0);
-    assert_eq!(upcall(l, EV_REQ, 0), 0);
-    assert!(wait_until(|| NEVENTS.load(SeqCst) == 1));
-    let child = CHILD.load(SeqCst);
-    assert_eq!(accept(child), 0);
+    let (l, child) = accepted_child(&mut dev, 1)?;
     assert_eq!(QP_REFS.load(SeqCst), 1);
     MODE.store(MODE_BLOCK_TAG1_EST, SeqCst);
     assert_eq!(upcall(child, EV_EST, 0), 0);
