@@ -22,8 +22,9 @@
 #      tools/testing/iw_cm_c/); the in-kernel ULPs with ours and with the
 #      kernel's own iw_cm.ko; with ours (only when
 #      drivers/infiniband/core/iw_cm/iw_cm.ko exists) the selftest
-#      CI collection ending with the hostile MPA peers against upstream
-#      siw, and the KUnit suite with the nvme-rdma unplug, the remote
+#      CI collection (the hostile MPA peers with the test siw; against
+#      upstream siw they run in check-all), and the KUnit suite with the
+#      nvme-rdma unplug, the remote
 #      peers against nvmet-rdma and rping (remote_peer.sh), the fault
 #      storm, iwpmd and last the sample ULP's in-handler removal
 # check.sh --all (`make check-all`) adds what CI leaves out: the whole C

@@ -33,6 +33,17 @@
 #                         connects and exchanges one message; the figure is
 #                         its wall time minus the same pair's without stall
 #                         (hol_rping_stalled_ms, hol_rping_alone_ms: both)
+#   hol_kernel_ms         the same delay as the kernel sees it: from the
+#                         provider's CONNECT_REQUEST upcall for the rping
+#                         listener entering iw_cm (the function tracer on
+#                         iw_cm's cm_event_handler, the upcall each iw_cm
+#                         hands the provider: iwcm.c's and c_entry.rs's,
+#                         named alike) to rdma_cm entering rping's handler
+#                         for it (the rdma_cma:cm_event_handler tracepoint),
+#                         both in the trace's mono clock; the function
+#                         tracer rather than a kprobe pair because the lean
+#                         kernel has no kprobe events, and it traces that
+#                         one function only
 #   mem<Q>_bytes_per_id   slab bytes in use (/proc/slabinfo, KASAN's
 #                         quarantine emptied first) added by the sample ULP
 #                         connected with Q queues per side (idle), per
@@ -287,6 +298,57 @@ rping_client() {
 	return $crc
 }
 
+# hol_kernel_ms's trace (see the table above): the function tracer on
+# iw_cm's own cm_event_handler and rdma_cm's handler tracepoint.
+# (Never the function tracer without its filter: every function, under
+# KASAN and TCG, would stall the guest.)
+hol_trace=
+hol_trace_on() {
+	hol_trace=
+	echo 0 > $tr/tracing_on
+	echo mono > $tr/trace_clock
+	if ! echo '*cm_event_handler*:mod:iw_cm' > $tr/set_ftrace_filter 2>/dev/null ||
+		! grep -q cm_event_handler $tr/set_ftrace_filter; then
+		hol_trace="iw_cm's cm_event_handler cannot be traced (set_ftrace_filter)"
+	elif ! echo 1 > $tr/events/rdma_cma/cm_event_handler/enable; then
+		hol_trace="no rdma_cma:cm_event_handler tracepoint"
+	else
+		echo function > $tr/current_tracer
+	fi
+	echo > $tr/trace
+	echo 1 > $tr/tracing_on
+}
+hol_trace_off() {
+	echo 0 > $tr/tracing_on
+	cp $tr/trace "$IWCM_TMP/hol-trace.txt" 2>/dev/null
+	echo nop > $tr/current_tracer
+	echo > $tr/set_ftrace_filter
+	echo 0 > $tr/events/rdma_cma/cm_event_handler/enable 2>/dev/null
+	echo local > $tr/trace_clock
+}
+# hol_trace_result PORT: after the marker, the first upcall into iw_cm (the
+# sample's ids wait behind the stalled handler, so the first is rping's
+# CONNECT_REQUEST) and rdma_cm's CONNECT_REQUEST for PORT's listener.
+hol_trace_result() {
+	local ms
+	if [ -n "$hol_trace" ]; then
+		fail hol_kernel_ms "$hol_trace"
+		return
+	fi
+	ms=$(awk -v port=":$1 " '
+		/tracing_mark_write: hol: the handler stalls/ { on = 1; next }
+		!on { next }
+		{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = substr($i, 1, length($i) - 1); break } }
+		q == "" && /cm_event_handler <-/ { q = t }
+		q != "" && /cm_event_handler: cm\.id=/ && index($0, port) && /CONNECT_REQUEST/ { printf "%.2f", (t - q) * 1000; exit }
+	' $tr/trace)
+	if [ -n "$ms" ]; then
+		result hol_kernel_ms "$ms"
+	else
+		fail hol_kernel_ms "no CONNECT_REQUEST for :$1 after an upcall into iw_cm in the trace ($(grep -c . $tr/trace) lines, kept in $IWCM_TMP/hol-trace.txt)"
+	fi
+}
+
 # Head-of-line: the rping client's connection (its CONNECT_REPLY and
 # ESTABLISHED, the server's CONNECT_REQUEST) started the moment the
 # sample's target handler begins its 5 s sleep, against the same without
@@ -312,6 +374,7 @@ bench_hol() {
 		return
 	fi
 	base=$pair_s
+	hol_trace_on
 	# The stalled handler: the host's admin queue connect waits for it.
 	timeout -k 5 60 insmod "$sample_ko" role=both addr="$IWCM_ADDR" nr_io_queues=1 \
 		queue_depth=4 stall_qid=0 stall_ms=5000 >"$IWCM_TMP/insmod.log" 2>&1 &
@@ -319,13 +382,15 @@ bench_hol() {
 	# Until the target's handler sleeps (polled every 0.1 s).
 	if ! iwcm_wait_for 20 eval '[ "$(dmesg | grep -c "CONNECT_REQUEST handler stalls")" -gt "$n0" ]'; then
 		fail hol_ms "the sample's handler did not stall"
-	elif ! rping_client 7601; then
+	elif ! echo "hol: the handler stalls" > $tr/trace_marker || ! rping_client 7601; then
 		fail hol_ms "rping during the stall failed"
 	else
 		result hol_ms "$(awk -v a="$base" -v b="$pair_s" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
 		result hol_rping_stalled_ms "$(awk -v b="$pair_s" 'BEGIN { printf "%.0f", b * 1000 }')"
 		result hol_rping_alone_ms "$(awk -v a="$base" 'BEGIN { printf "%.0f", a * 1000 }')"
+		hol_trace_result 7601
 	fi
+	hol_trace_off
 	iwcm_stop_all
 	wait "$ins"
 	unload_sample

@@ -28,6 +28,12 @@ line of a report accepted in the same log):
   tools/testing/siw/0010  KASAN's slab-use-after-free read of 8 bytes (the
       freed WR's next pointer) in siw_sq_flush_wr / siw_rq_flush_wr, the
       WR freed by the completion handler siw called (siw_flush.sh).
+
+A debugging facility that turned itself off before the end of the boot
+(guest-init.sh's "VM: debug facility off at the end: ..." line) fails the
+run too: nothing after it was checked.  lockdep's is excused only when a
+lockdep report was accepted in the same log (lockdep switches itself off
+after its first report).
 """
 import re
 import sys
@@ -70,6 +76,8 @@ SIW_KMEMLEAK_ALLOC = re.compile(r"\bsiw_(cep_alloc|cm_alloc_work)\+0x[0-9a-f]+/0
 # word for word, the first line of a report accepted in the same log (the
 # report itself judged there); anything else on the line keeps it fatal.
 SIW_QUOTE = re.compile(r"^\s*# # dmesg \(upstream siw\): (?:\[\s*\d+\.\d+\]\s?)?(.*)$")
+FACILITY_OFF = re.compile(r"^VM: debug facility off at the end: (\w+)")
+LOCKDEP_ANY = re.compile(r"WARNING: (possible |inconsistent lock state|.*lock order detected)")
 LOCKDEP_ALLOWED = re.compile(
     r"WARNING: possible (recursive locking detected|circular locking dependency detected)")
 
@@ -201,12 +209,14 @@ def main(argv):
         if allow_siw:
             siw_accepted = {block[0].strip() for _, block, rest in reports_with_rest(lines)
                             if upstream_siw_report(block, rest)}
+        lockdep_accepted = False
         for idx, block, rest in reports_with_rest(lines):
             # "[ cut here ]" is followed by the real header: report once.
             if block[0].startswith("------------[ cut here ]") and len(block) == 1:
                 continue
             if allow and idx > allow_from and rdma_cm_handler_mutex_report(block):
                 allowed += 1
+                lockdep_accepted = True
                 print("splat-check: accepted rdma_cm handler_mutex lockdep report at line %d" % (idx + 1))
                 continue
             if allow_siw and quoted_accepted_report(block[0], siw_accepted):
@@ -214,6 +224,7 @@ def main(argv):
             fix = upstream_siw_report(block, rest) if allow_siw else None
             if fix:
                 allowed += 1
+                lockdep_accepted |= any(LOCKDEP_ANY.search(l) for l in block[:2])
                 print("splat-check: accepted upstream siw report at line %d: %s (fixed by %s)" %
                       (idx + 1, block[0].strip(), fix))
                 continue
@@ -221,6 +232,15 @@ def main(argv):
             print("splat-check: %s:%d:" % (p, idx + 1))
             for l in block[:60]:
                 print("    " + l)
+        for idx, line in enumerate(lines):
+            m = FACILITY_OFF.search(TS.sub("", line))
+            if not m:
+                continue
+            if m.group(1) == "lockdep" and lockdep_accepted:
+                print("splat-check: lockdep off at the end after the report accepted above")
+                continue
+            bad += 1
+            print("splat-check: %s:%d: %s" % (p, idx + 1, line.strip()))
     if bad:
         print("splat-check: %d splat(s)" % bad)
         return 1

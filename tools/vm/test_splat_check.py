@@ -205,6 +205,26 @@ class SplatCheck(unittest.TestCase):
         self.assertEqual(self.run_check(text, "--allow-upstream-siw",
                                         "--allow-rdma-cm-lockdep-after", MARKER)[0], 0)
 
+    LOCKDEP_OFF = "VM: debug facility off at the end: lockdep (debug_locks 0)\n"
+    KMEMLEAK_OFF = "VM: debug facility off at the end: kmemleak\n"
+
+    def test_lockdep_off_at_the_end_fails(self):
+        self.assertEqual(self.run_check("ok 1 x\n" + self.LOCKDEP_OFF)[0], 1)
+
+    def test_kmemleak_off_at_the_end_fails(self):
+        self.assertEqual(self.run_check("ok 1 x\n" + self.KMEMLEAK_OFF)[0], 1)
+
+    def test_lockdep_off_after_an_accepted_lockdep_report_passes(self):
+        rc, out = self.run_check(LOCKDEP + self.LOCKDEP_OFF, "--allow-rdma-cm-lockdep")
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(self.run_check(SIW_LOCKDEP + self.LOCKDEP_OFF, "--allow-upstream-siw")[0], 0)
+
+    def test_kmemleak_off_after_an_accepted_lockdep_report_fails(self):
+        self.assertEqual(self.run_check(LOCKDEP + self.KMEMLEAK_OFF, "--allow-rdma-cm-lockdep")[0], 1)
+
+    def test_lockdep_off_after_an_accepted_kmemleak_report_fails(self):
+        self.assertEqual(self.run_check(SIW_KMEMLEAK + self.LOCKDEP_OFF, "--allow-upstream-siw")[0], 1)
+
 
 if __name__ == "__main__":
     res = unittest.main(exit=False).result

@@ -23,8 +23,22 @@ RES=/sys/kernel/debug/kunit/rust_iw_cm/results
 # The suites of iw_cm.ko itself (its pure functions, tested in place).
 IWCM_INPLACE_SUITES="rust_iw_cm_portmap rust_iw_cm_table"
 
+# kunit_case_counts SUITE < RESULTS: "PLAN RAN SKIPPED" of SUITE's own
+# cases in KUnit's KTAP (the lines at the indentation of its "# Subtest:").
+kunit_case_counts() {
+	awk -v suite="$1" '
+		!found && $0 ~ "^[[:space:]]*# Subtest: " suite "$" { found = 1; match($0, /^[[:space:]]*/); ind = substr($0, 1, RLENGTH); next }
+		!found { next }
+		substr($0, 1, length(ind)) != ind { next }
+		{ rest = substr($0, length(ind) + 1) }
+		rest ~ /^[[:space:]]/ { next }
+		rest ~ /^1\.\.[0-9]+$/ && plan == "" { plan = substr(rest, 4) }
+		rest ~ /^(not )?ok [0-9]+ / { ran++; if (rest ~ /# SKIP/) skipped++ }
+		END { printf "%s %d %d\n", plan, ran, skipped }'
+}
+
 IWCM_FINISH_CHECKS=0
-iwcm_init kunit 10 modinfo insmod rmmod
+iwcm_init kunit 11 modinfo insmod rmmod
 [ "$IWCM_IMPL" = rust ] || iwcm_skip_all "kunit: the KUnit suite belongs to the Rust iw_cm (IWCM_IMPL=$IWCM_IMPL)"
 # A KUnit that is built in but disabled (kunit.enable=0, the default of a
 # kernel without CONFIG_KUNIT_DEFAULT_ENABLED) runs nothing: a failure,
@@ -33,7 +47,13 @@ if [ "$(cat /sys/module/kunit/parameters/enable 2>/dev/null)" = N ]; then
 	ktap_test_fail "KUnit is disabled on this kernel: boot with kunit.enable=1 kunit.autorun=1"
 	ktap_finished
 fi
-[ -f "$IWCM_KUNIT_KO" ] || iwcm_skip_all "kunit: no $IWCM_KUNIT_KO (a kernel without CONFIG_KUNIT builds none)"
+# A kernel without KUnit builds no test module (a skip); one with KUnit
+# must have it (a failure: the suite would silently stop running).
+if [ ! -f "$IWCM_KUNIT_KO" ]; then
+	[ -d /sys/module/kunit ] || iwcm_skip_all "kunit: this kernel has no KUnit, so no $IWCM_KUNIT_KO"
+	ktap_test_fail "kunit: no $IWCM_KUNIT_KO on a kernel with KUnit (make modules builds it)"
+	ktap_finished
+fi
 
 # iw_cm.ko alone: loaded fresh, it must print nothing but the KTAP of its
 # in-place suites (and the kernel's own one-time "loading out-of-tree
@@ -47,7 +67,11 @@ if [ -d /sys/module/iw_cm ]; then
 	ktap_finished
 fi
 mark=$(dmesg | wc -l)
-load_iw_cm || iwcm_skip_all "kunit: cannot load the Rust iw_cm"
+if ! load_iw_cm; then
+	# (With ours under test, a module that does not load is broken.)
+	ktap_test_fail "kunit: cannot load the Rust iw_cm ($IWCM_RUST_KO)"
+	ktap_finished
+fi
 sleep 1
 # Only iw_cm's own lines and KUnit's count: another subsystem's line in
 # that second (seen: "clocksource: Watchdog remote CPU 1 read timed out"
@@ -104,12 +128,24 @@ if ! insmod "$IWCM_KUNIT_KO" $IWCM_KUNIT_PARAMS; then
 	ktap_finished
 fi
 [ -z "$old_timeout" ] || echo "$old_timeout" > "$ktimeout"
-[ -r "$RES" ] || { rmmod iw_cm_kunit; iwcm_skip_all "kunit: no $RES (CONFIG_KUNIT_DEBUGFS off?)"; }
+if [ ! -r "$RES" ]; then
+	rmmod iw_cm_kunit
+	ktap_test_fail "kunit: no $RES (the test kernel has CONFIG_KUNIT_DEBUGFS: tools/kernel/config.fragment)"
+	ktap_finished
+fi
 
 while IFS= read -r l; do ktap_print_msg "$l"; done < "$RES"
-total=$(grep -cE "^ +(not )?ok [0-9]+ " "$RES")
+# The suite's cases, at its own indentation (a parameterised case's own
+# results sit deeper): as many as the suite's plan, none skipped.
+counts=$(kunit_case_counts rust_iw_cm < "$RES")
+read -r plan total skipped <<<"$counts"
 bad=$(grep -cE "^ +not ok [0-9]+ " "$RES")
-iwcm_check "rust_iw_cm KUnit cases ran ($total)" [ "$total" -ge 10 ]
+iwcm_check "rust_iw_cm KUnit: every case of the suite's plan ran ($total of ${plan:-no plan})" \
+	eval '[ -n "$plan" ] && [ "$plan" -gt 0 ] && [ "$total" -eq "$plan" ]'
+if [ "${skipped:-0}" -gt 0 ]; then
+	grep -E "^ +ok [0-9]+ .*# SKIP" "$RES" | while IFS= read -r l; do ktap_print_msg "skipped: $l"; done
+fi
+iwcm_check "rust_iw_cm KUnit: no case skipped (${skipped:-?})" [ "${skipped:-1}" -eq 0 ]
 suite_ok=$(grep -cE '^ok [0-9]+ rust_iw_cm' "$RES")
 good=0
 [ "$bad" -eq 0 ] && [ "$suite_ok" -eq 1 ] && good=1

@@ -11,10 +11,12 @@
 #   rtr_fin      the same, half-closed (a FIN) once the reply is in (siw's
 #                RTR data_ready and its close work race: ESTABLISHED may
 #                come after CLOSE)
-#   rtr_hold     the same, then silent: siw keeps no timer for the RTR
-#                frame, the connection is accepted and never ESTABLISHED
-#                (iwcm.c's iw_cm_disconnect and destroy wait for it for
-#                good: nvmet-rdma's device removal hung in D state)
+#   rtr_hold     the same, then silent: upstream siw keeps no timer for
+#                the RTR frame, the connection is accepted and never
+#                ESTABLISHED (iwcm.c's iw_cm_disconnect and destroy wait
+#                for it for good: nvmet-rdma's device removal hung in D
+#                state); left alone, the test siw closes it after 5 s
+#                (rtr_timeout, tools/testing/siw/0012)
 #   silent_hold_long   a TCP connection that never sends an MPA request
 #   noread_hold  a well-formed request whose reply is never read
 # Checks, per listener: the closing peers leave no connection behind; with
