@@ -28,13 +28,22 @@ ULP_FLAPS=${IWCM_ULP_FLAPS:-3}
 ULP_REPORT=()
 
 # ulp_require_modules WHAT MODULE...: SKIP the test unless the running
-# kernel has every MODULE.
+# kernel has every MODULE; on the ULP flavour of the test kernel
+# (IWCM_KFLAVOUR=ulp), which is built to have them, a missing one fails.
 ulp_require_modules() {
 	local what=$1 m
 	shift
 	for m in "$@"; do
-		modinfo "$m" >/dev/null 2>&1 ||
-			iwcm_skip_all "$what: this kernel has no $m module (the ULP flavour of the test kernel has: IWCM_KFLAVOUR=ulp, tools/kernel/ulp.fragment)"
+		modinfo "$m" >/dev/null 2>&1 && continue
+		if [ "${IWCM_KFLAVOUR:-}" = ulp ]; then
+			if [ "${IWCM_PLAN_DONE:-0}" != 1 ]; then
+				ktap_print_header
+				ktap_set_plan 1
+			fi
+			ktap_test_fail "$what: the ULP kernel has no $m module (tools/kernel/ulp.fragment should build it)"
+			ktap_finished
+		fi
+		iwcm_skip_all "$what: this kernel has no $m module (the ULP flavour of the test kernel has: IWCM_KFLAVOUR=ulp, tools/kernel/ulp.fragment)"
 	done
 }
 
