@@ -33,7 +33,7 @@ IQN=iqn.2026-12.org.iwcm:selftest
 INIT_IQN=iqn.2026-12.org.iwcm:initiator
 NS=iwcm-iscsi-tcp
 T=/sys/kernel/config/target
-iwcm_init iser 16 iscsiadm iscsid nsenter setsid fio
+iwcm_init iser 17 iscsiadm iscsid nsenter setsid fio
 ulp_require_modules "iSER" target_core_mod target_core_file iscsi_target_mod ib_isert ib_iser sd_mod
 ulp_quick
 iwcm_setup_or_bail
@@ -243,14 +243,17 @@ if [ $ok -eq 1 ]; then
 	iwcm_check "the iSER connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
 		ulp_ids_shown "$PORT"
 	ulp_fio_verified "$dev" 5 --allow_file_create=0
+	# (Kept at 32 MB: fio's own I/O is at 0-16 MB, the read-back's at 64.)
+	ulp_keep_write "$dev" --allow_file_create=0 --offset=32M
 	isert_delays_for_unplug
 	ULP_ON_RELINK=$relink_hook ulp_unplug_relink "$dev" --allow_file_create=0
 	iwcm_wait_for 60 lun_ready
 	dev=$(lun_dev)
 	ulp_recovered "$dev" "iSER recovers after the relink"
+	ulp_kept_verified "iSER" "$dev" --allow_file_create=0 --offset=32M
 	ulp_flaps "$dev" "$dev" "iSER" --allow_file_create=0
 else
-	for i in $(seq 8); do ktap_test_skip "not run: no iSER session"; done
+	for i in $(seq 9); do ktap_test_skip "not run: no iSER session"; done
 fi
 
 if [ $ok -eq 1 ]; then

@@ -19,7 +19,7 @@
 . "$(dirname "$0")/peer_lib.sh"
 
 PORT=20049
-iwcm_init nfs_rdma $((13 + PEER_RESULTS)) rpc.nfsd exportfs rpc.mountd mount.nfs fio
+iwcm_init nfs_rdma $((5 + ULP_FS_RESULTS + PEER_RESULTS)) rpc.nfsd exportfs rpc.mountd mount.nfs fio
 ulp_require_modules "NFS/RDMA" nfsd nfsv4 rpcrdma
 ulp_quick
 iwcm_setup_or_bail

@@ -21,7 +21,7 @@
 
 PORT=5445
 PW=iwcm-selftest
-iwcm_init smb_direct $((13 + PEER_RESULTS)) ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs fio
+iwcm_init smb_direct $((5 + ULP_FS_RESULTS + PEER_RESULTS)) ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs fio
 ulp_require_modules "SMB Direct" ksmbd cifs
 ulp_quick
 iwcm_setup_or_bail

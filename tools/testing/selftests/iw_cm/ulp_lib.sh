@@ -138,6 +138,46 @@ ulp_fio_verified() {
 	fi
 }
 
+# ulp_keep_write TARGET [fio options...]: before the unplug, fio writes 16 MB
+# of TARGET whole (sequential 64 KB, a crc32c header in each block, fsync at
+# the end) and reads nothing back: what the ULP acknowledged before the
+# link went, which ulp_kept_verified re-reads once the ULP is back (the
+# fio across the unplug may end on an I/O error, after which it verifies
+# nothing more).  No KTAP result of its own; ULP_KEPT=1 when written.
+ULP_KEPT=0
+# (The job both runs share: --verify_only replays it.)
+ULP_KEPT_JOB=(--name=kept --size=16M --ioengine=psync --rw=write --bs=64k --direct=1 --verify=crc32c)
+ulp_keep_write() {
+	local t=$1 log=$IWCM_TMP/fio-kept-write.log
+	shift
+	ULP_KEPT=0
+	if iwcm_bounded 120 fio "${ULP_KEPT_JOB[@]}" --filename="$t" --do_verify=0 --end_fsync=1 "$@" >"$log" 2>&1; then
+		ULP_KEPT=1
+	else
+		iwcm_show_log "$log"
+	fi
+}
+# ulp_kept_verified WHAT TARGET [fio options...]: after the recovery, fio
+# re-reads what ulp_keep_write wrote (the same job, --verify_only: every
+# block's crc32c), the page cache dropped first.  One KTAP result.
+ulp_kept_verified() {
+	local what=$1 t=$2 log=$IWCM_TMP/fio-kept-verify.log rc
+	shift 2
+	if [ "$ULP_KEPT" != 1 ]; then
+		ktap_test_fail "$what: 16 MB written before the unplug read back and verified: the write before the unplug failed"
+		return
+	fi
+	echo 3 > /proc/sys/vm/drop_caches
+	iwcm_bounded 120 fio "${ULP_KEPT_JOB[@]}" --filename="$t" --verify_only --verify_fatal=1 "$@" >"$log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && ! ulp_fio_mismatch "$log"; then
+		ktap_test_pass "$what: 16 MB written before the unplug read back and verified"
+	else
+		iwcm_show_log "$log"
+		ktap_test_fail "$what: 16 MB written before the unplug read back and verified (fio exit $rc)"
+	fi
+}
+
 __ulp_relink() {
 	rdma link add "$IWCM_RDEV" type siw netdev "$IWCM_NETDEV" &&
 		iwcm_wait_for 10 __iwcm_port_active
@@ -267,19 +307,23 @@ ulp_flaps() {
 
 # ulp_fs_phases OK MNT PORT WHAT: on the file system mounted at MNT (OK 1),
 # the phases every file-system ULP goes through: its ids shown, verified
-# I/O, unplug and relink under fio, recovery, flaps.  Eight KTAP results
+# I/O, a file kept across the unplug, unplug and relink under fio,
+# recovery, the kept file verified, flaps.  ULP_FS_RESULTS KTAP results
 # (skipped, saying why, when OK is not 1).
+ULP_FS_RESULTS=9
 ulp_fs_phases() {
 	local ok=$1 mnt=$2 port=$3 what=$4 i
 	if [ "$ok" -ne 1 ]; then
-		for i in $(seq 8); do ktap_test_skip "not run: no $what mount"; done
+		for i in $(seq "$ULP_FS_RESULTS"); do ktap_test_skip "not run: no $what mount"; done
 		return
 	fi
 	iwcm_check "the $what connection in the rdma_cm ids$([ "$IWCM_IMPL" = rust ] && echo " and the cm_id table")" \
 		ulp_ids_shown "$port"
 	ulp_fio_verified "$mnt/fio.dat" 5
+	ulp_keep_write "$mnt/kept.dat"
 	ulp_unplug_relink "$mnt/fio.dat"
 	ulp_recovered "$mnt" "$what recovers after the relink"
+	ulp_kept_verified "$what" "$mnt/kept.dat"
 	ulp_flaps "$mnt/fio.dat" "$mnt" "$what"
 }
 
