@@ -111,6 +111,7 @@ hosttest:
 	python3 $(TOP)/tools/vm/test_splat_check.py
 	$(TOP)/tools/testing/selftests/iw_cm/test_lib_bounds.sh
 	$(TOP)/tools/bench/test_groups.sh
+	$(TOP)/tools/test_demo_cells.sh
 
 # make install: into the test kernel's modules; make install KVER=<Debian's
 # 7.3.4+deb13-amd64> [INSTALL_MOD_PATH=DIR]: built for Debian's kernel

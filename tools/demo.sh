@@ -36,6 +36,7 @@ cd "$top"
 DEMO_BENCH_GROUPS="hol cmtime"
 DEMO_CMTIME=100
 . tools/bench/groups.sh
+. tools/demo-cells.sh
 if ! why=$(bench_groups_lean $DEMO_BENCH_GROUPS); then
 	echo "demo: DEMO_BENCH_GROUPS \"$DEMO_BENCH_GROUPS\": $why" | sed '2,$s/^/demo:   /'
 	exit 2
@@ -105,19 +106,9 @@ scenario nvme-rdma-unplug nvme_unplug.sh
 scenario sample-ulp-unplug sample_unplug.sh --allow-rdma-cm-lockdep
 
 # ---- side by side: the seed scenario with each iw_cm ----------------------
-get() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -n1; }
 abdir=$IWCM_RESULTS_DIR/side-by-side
 AB_RESULTS_DIR=$abdir tools/ab/ab-unplug.sh --impl both --only first,qp,handler \
 	>"$IWCM_RESULTS_DIR/side-by-side.out" 2>&1
-cell() {	# cell IMPL: the delete's outcome in one boot of its own
-	local r
-	r=$(ls -d "$abdir"/ab-"$1"-first-qp-handler-*/ 2>/dev/null | tail -n1)ab-result.txt
-	case "$(get "$r" result)" in
-	completed) echo "completed in $(get "$r" delete_s) s" ;;
-	deadlocked) echo "deadlocked (delete blocked > $(get "$r" blocked_after_s) s, $(get "$r" hung_task_reports) hung-task reports)" ;;
-	*) echo "no result (see ${abdir#"$top"/})" ;;
-	esac
-}
 c_cell=$(cell c)
 rust_cell=$(cell rust)
 note "seed scenario (own queue first, in handler), C iw_cm: $c_cell (the deadlock, expected)"
@@ -131,11 +122,6 @@ mkdir -p "$holdir"
 IWCM_RESULTS_DIR=$holdir tools/vm/run.sh --name head-of-line --timeout 600 -- \
 	env BENCH_ROUNDS=1 BENCH_GROUPS="$DEMO_BENCH_GROUPS" BENCH_CMTIME="$DEMO_CMTIME" \
 	"$top/tools/bench/bench-guest.sh" >"$holdir/vm.out" 2>&1 || rc_all=1
-hol() {	# hol IMPL: the traced delay, with the rping pair's times as context
-	awk -v i="$1" '$1 == "RESULT" && $2 == i { v[$4] = $5 }
-		END { if ("hol_kernel_ms" in v) printf "%s ms traced (rping pair %s ms during the stall, %s ms without)\n", v["hol_kernel_ms"], v["hol_rping_stalled_ms"], v["hol_rping_alone_ms"]
-		      else print "not measured" }' "$holdir/vm.out"
-}
 c_hol=$(hol c)
 rust_hol=$(hol rust)
 note "head-of-line (another id's CONNECT_REQUEST from iw_cm's upcall to its handler, traced, behind a handler stalled 5 s): C $c_hol, Rust $rust_hol"
@@ -143,10 +129,6 @@ case "$c_hol $rust_hol" in *"not measured"*) rc_all=1; grep '^FAILED' "$holdir/v
 
 # The churn cell: cmtime -c DEMO_CMTIME's wall time with each iw_cm, in
 # the same boot as the head-of-line figure (one round, C first).
-churn() {	# churn IMPL: the wall time in s, or "not measured"
-	awk -v i="$1" -v m="cmtime${DEMO_CMTIME}_wall_s" '$1 == "RESULT" && $2 == i && $4 == m { v = $5 }
-		END { if (v != "") print v; else print "not measured" }' "$holdir/vm.out"
-}
 churn_c=$(churn c)
 churn_rust=$(churn rust)
 churn_ratio=$(awk -v c="$churn_c" -v r="$churn_rust" 'BEGIN { if (c + 0 > 0 && r + 0 > 0) printf "%.2f", r / c; else print "n/a" }')
