@@ -109,6 +109,7 @@ selftest:
 hosttest:
 	cd $(TOP)/tools/statemachine && cargo test
 	python3 $(TOP)/tools/vm/test_splat_check.py
+	python3 $(TOP)/tools/vm/test_check_skips.py
 	$(TOP)/tools/testing/selftests/iw_cm/test_lib_bounds.sh
 	$(TOP)/tools/bench/test_groups.sh
 	$(TOP)/tools/test_demo_cells.sh

@@ -347,6 +347,21 @@ suite() {
 		while IFS= read -r l; do result "case"$'\t'"[$name] $l"; done
 	result "count"$'\t'"$np $nf $ns"$'\t'"suite $name ($impl): $np passed, $nf failed, $ns skipped (VM exit $rc)"
 	say "suite $name: $np passed, $nf failed, $ns skipped (VM exit $rc)"
+	# Every test asked for has its result, and every SKIP or XFAIL, a
+	# whole test's or one inside a passing test, is one this job declares
+	# (tools/vm/expected-skips.txt): a result nobody looked at is not a
+	# pass.
+	local want undeclared
+	want=$(wc -w <<<"${tests:-}")
+	if [ "$want" -gt 0 ] && [ $((np + nf + ns)) -ne "$want" ]; then
+		record fail "suite $name: $((np + nf + ns)) test results for the $want tests asked for"
+	fi
+	if ! undeclared=$(python3 "$top/tools/vm/check_skips.py" "$name" "$ktap"); then
+		record fail "suite $name: a SKIP or XFAIL no job declares (tools/vm/expected-skips.txt)"
+		grep '^undeclared: ' <<<"$undeclared" | head -n 20 |
+			while IFS= read -r l; do result "case"$'\t'"[$name] $l"; done
+	fi
+	say "suite $name: $(tail -n1 <<<"$undeclared")"
 	if [ $((np + nf + ns)) -eq 0 ]; then
 		record fail "suite $name: no test result"
 	elif [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
