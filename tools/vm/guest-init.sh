@@ -128,7 +128,7 @@ if [ -e /sys/kernel/debug/kmemleak ] && [ ! -e /mnt/results/no-kmemleak ]; then
 	# A kmemleak that turned itself off (out of memory for its metadata,
 	# an internal error) found nothing: the boot fails (splat-check.py).
 	if dmesg | grep -q "kmemleak: Kernel memory leak detector disabled" ||
-		! echo scan > /sys/kernel/debug/kmemleak 2>/dev/null; then
+		! echo scan 2>/dev/null > /sys/kernel/debug/kmemleak; then
 		echo "VM: debug facility off at the end: kmemleak"
 	fi
 fi
