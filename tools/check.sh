@@ -440,7 +440,7 @@ job_iwpm_c() {
 # tools/vm/run.sh puts in place of the kernel's; make check-all shows
 # 0001's race with the kernel's isert (job isert_race).
 ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh iser.sh}
-ulp_tests_c=${IWCM_CHECK_ULP_TESTS_C:-$ulp_tests}
+ulp_tests_c=$ulp_tests
 ulp_suite() {	# ulp_suite IMPL TESTS
 	if [ -z "$ulp_tree" ]; then
 		record fail "ULP selftests ($1): no ULP kernel and modules (tools/ulp-tree.sh failed above)"

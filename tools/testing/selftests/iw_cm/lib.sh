@@ -73,7 +73,6 @@ IWCM_SIW_DYNDBG_EP='func siw_cep_alloc +p; func __siw_cep_dealloc +p'
 IWCM_PIDS=()
 IWCM_SETUP_DONE=0
 IWCM_CMIDS_BASE=
-IWCM_DMESG_BASE=0
 IWCM_DMESG_MARK=
 IWCM_T0=0
 IWCM_NAME=
@@ -379,7 +378,7 @@ load_siw() {
 # which the splat check counts as a failure.
 iwcm_dmesg_since_setup() {
 	if [ -z "$IWCM_DMESG_MARK" ]; then
-		dmesg | tail -n +"$((IWCM_DMESG_BASE + 1))"
+		dmesg
 		return
 	fi
 	dmesg | awk -v m="$IWCM_DMESG_MARK" '
@@ -836,11 +835,10 @@ iwcm_new_splats() {
 # its patch in tools/testing/siw/.  A test that would meet one reports an
 # XFAIL naming the patch only when IWCM_SIW=stock; with the test siw the
 # same result is a plain pass or fail.
-IWCM_SIW_FIX_DIR=${IWCM_SIW_FIX_DIR:-$IWCM_TOP/tools/testing/siw}
 # iwcm_siw_fix NNNN: the file name of tools/testing/siw/NNNN-*.patch.
 iwcm_siw_fix() {
 	local f
-	for f in "$IWCM_SIW_FIX_DIR/$1"-*.patch; do
+	for f in "$IWCM_TOP/tools/testing/siw/$1"-*.patch; do
 		[ -e "$f" ] && { echo "tools/testing/siw/${f##*/}"; return; }
 	done
 	echo "tools/testing/siw/$1 (patch file missing)"
