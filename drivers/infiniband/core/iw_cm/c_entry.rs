@@ -27,11 +27,8 @@ use kernel::sync::{Arc, ArcBorrow};
 /// this module hands out is one: [`CmId`]'s invariants); it need not be
 /// live for the arithmetic.
 unsafe fn cm_id_ptr(raw: *mut RawCmId) -> *const CmId {
-    // (`SharedCmId`, the field's type, is `repr(transparent)` over
-    // `Opaque<iw_cm_id>`, itself `repr(transparent)` over `iw_cm_id`.)
-    // SAFETY: by the caller's guarantee `raw` is at `CmId::RAW_OFFSET` in a
-    // `CmId`: stepping back to the container stays inside that allocation.
-    unsafe { raw.byte_sub(CmId::RAW_OFFSET).cast::<CmId>() }
+    // SAFETY: the caller's guarantee is `container_of_raw`'s.
+    unsafe { CmId::container_of_raw(raw) }
 }
 
 /// Borrows the cm_id behind a C pointer.

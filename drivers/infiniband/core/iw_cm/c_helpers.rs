@@ -204,10 +204,17 @@ pub(crate) fn ids_reserve(may_sleep: bool) -> Result<u32> {
 /// Stores `entry` at the reserved number `id` of the table (no allocation:
 /// the slot exists), after writing the next creation sequence number to
 /// `seq`, under the table's lock.  Any context.
-pub(crate) fn ids_publish(id: u32, entry: *const c_void, seq: &Atomic<u64>) {
-    // SAFETY: `entry` is only stored, never dereferenced by the helper;
-    // `seq` points to a live `u64` (an `Atomic<u64>` has its layout), written
-    // under the table's lock, under which its readers read it.
+///
+/// # Safety
+///
+/// `entry` points to a `CmId` that stays valid until [`ids_erase`] of
+/// `id` returns: the table's readers (`cm_id/table.rs`) dereference what
+/// they find under the table's lock.
+pub(crate) unsafe fn ids_publish(id: u32, entry: *const c_void, seq: &Atomic<u64>) {
+    // SAFETY: `entry` is only stored here, and valid for as long as the
+    // table's readers may reach it (the caller's guarantee); `seq` points
+    // to a live `u64` (an `Atomic<u64>` has its layout), written under the
+    // table's lock, under which its readers read it.
     unsafe { bindings::iwcm_c_ids_publish(id, entry, seq.as_ptr()) };
 }
 

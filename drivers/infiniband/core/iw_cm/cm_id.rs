@@ -213,8 +213,9 @@ fn trace_provider_fault(dev: Option<&DevInfo>, site: &'static str) {
     if !trace::iw_cm_provider_fault_enabled() {
         return;
     }
-    let name = dev.map_or(c"".as_char_ptr(), |d| d.name.as_char_ptr());
-    trace::iw_cm_provider_fault(name, site.as_ptr().cast());
+    let name = dev.map_or(c"", |d| d.name.as_c_str());
+    let site = CStr::from_bytes_with_nul(site.as_bytes()).unwrap_or(c"?");
+    trace::iw_cm_provider_fault(name, site);
 }
 
 /// What iw_cm needs of a cm_id's device, read once at creation, while the
@@ -510,7 +511,7 @@ impl CmId {
         // The destructor counts it down.
         LIVE.add(1, Relaxed);
         if trace::iw_cm_id_create_enabled() {
-            trace::iw_cm_id_create(table_id.into(), id.dev_info.name.as_char_ptr());
+            trace::iw_cm_id_create(table_id.into(), id.dev_info.name.as_c_str());
         }
         // Its destructor releases the number from now on.
         Ok(slot.hand_over(id))
@@ -527,9 +528,20 @@ impl CmId {
         &self.raw
     }
 
-    /// Where the `struct iw_cm_id` is in a `CmId`, for the C entry points
-    /// that step back from it (`c_entry.rs`).
-    pub(crate) const RAW_OFFSET: usize = core::mem::offset_of!(CmId, raw);
+    /// The `CmId` whose `struct iw_cm_id` `raw` is, for the C entry points
+    /// that step back from it (`c_entry.rs`): `container_of`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` points to the `struct iw_cm_id` of a `CmId` (every `iw_cm_id`
+    /// this module hands out is one: the invariants above); it need not be
+    /// live for the arithmetic.
+    pub(crate) unsafe fn container_of_raw(raw: *mut RawCmId) -> *const CmId {
+        // SAFETY: by the caller's guarantee `raw` is the `raw` field of a
+        // `CmId` (`SharedCmId` is `repr(transparent)` over the C struct):
+        // stepping back to its container stays inside that allocation.
+        unsafe { kernel::container_of!(raw.cast::<SharedCmId>(), CmId, raw) }
+    }
 
     /// Gives the ULP its reference, kept for it in `Inner::ulp`, and
     /// returns its C pointer.
@@ -1035,7 +1047,7 @@ impl PinnedDrop for CmId {
         // First: the table's readers see only cm_ids whose fields are intact.
         table::unregister(&self);
         if trace::iw_cm_id_destroy_enabled() {
-            trace::iw_cm_id_destroy(self.table_id.into(), self.dev_info.name.as_char_ptr());
+            trace::iw_cm_id_destroy(self.table_id.into(), self.dev_info.name.as_c_str());
         }
         let _ = LIVE.fetch_sub(1, Relaxed);
     }

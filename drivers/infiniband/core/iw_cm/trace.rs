@@ -13,6 +13,39 @@
 //! `CONFIG_JUMP_LABEL`, a load and compare without).  Any context.
 
 use kernel::ffi::c_char;
+use kernel::prelude::*;
+
+/// An argument of a tracepoint as the Rust caller holds it, and as its C
+/// helper takes it: plain values as they are, a C string borrowed for the
+/// call as its pointer (the probes copy it).  The conversion is what makes
+/// the wrappers below safe: no caller hands over a raw pointer.
+pub(crate) trait TraceArg {
+    /// The C helper's parameter type.
+    type Ffi;
+    /// The value the C helper takes.
+    fn ffi(self) -> Self::Ffi;
+}
+
+macro_rules! trace_arg_plain {
+    ($($t:ty),*) => {$(
+        impl TraceArg for $t {
+            type Ffi = $t;
+            #[inline(always)]
+            fn ffi(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+trace_arg_plain!(u32, u64, i32, bool);
+
+impl TraceArg for &CStr {
+    type Ffi = *const c_char;
+    #[inline(always)]
+    fn ffi(self) -> *const c_char {
+        self.as_char_ptr()
+    }
+}
 
 macro_rules! iw_cm_trace {
     ($($(#[$attr:meta])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?);)*) => {$(
@@ -23,7 +56,7 @@ macro_rules! iw_cm_trace {
             #[cfg(all(CONFIG_TRACEPOINTS, not(iwcm_no_tracepoints)))]
             extern "C" {
                 static [<__tracepoint_ $name>]: kernel::bindings::tracepoint;
-                fn [<rust_do_trace_ $name>]($($arg: $ty),*);
+                fn [<rust_do_trace_ $name>]($($arg: <$ty as TraceArg>::Ffi),*);
             }
 
             /// Whether this tracepoint is enabled now (callers test it
@@ -54,10 +87,10 @@ macro_rules! iw_cm_trace {
             pub(crate) fn $name($($arg: $ty),*) {
                 #[cfg(all(CONFIG_TRACEPOINTS, not(iwcm_no_tracepoints)))]
                 if [<$name _enabled>]() {
-                    // SAFETY: the helper takes plain values and C strings
-                    // that the caller keeps valid for the call (the probes
-                    // copy them).
-                    unsafe { [<rust_do_trace_ $name>]($($arg),*) };
+                    // SAFETY: the helper takes plain values and pointers to
+                    // C strings (`TraceArg`) borrowed from the caller for
+                    // the call, which the probes copy.
+                    unsafe { [<rust_do_trace_ $name>]($($arg.ffi()),*) };
                 }
                 #[cfg(any(not(CONFIG_TRACEPOINTS), iwcm_no_tracepoints))]
                 {
@@ -70,10 +103,10 @@ macro_rules! iw_cm_trace {
 
 iw_cm_trace! {
     /// A cm_id was created (`id`: its table number; `dev`: its device's
-    /// name, NUL-terminated, valid for the call).
-    fn iw_cm_id_create(id: u64, dev: *const c_char);
+    /// name).
+    fn iw_cm_id_create(id: u64, dev: &CStr);
     /// A cm_id's last reference went (from its destructor).
-    fn iw_cm_id_destroy(id: u64, dev: *const c_char);
+    fn iw_cm_id_destroy(id: u64, dev: &CStr);
     /// The provider's event was queued (`event`: `enum iw_cm_event_type`).
     fn iw_cm_event_queued(id: u64, event: i32, status: i32);
     /// An event was delivered to the ULP's handler, which returned `ret`
@@ -81,6 +114,6 @@ iw_cm_trace! {
     fn iw_cm_event_delivered(id: u64, event: i32, status: i32, ret: i32, duration_ns: u64);
     /// iw_cm took (`taken`) or dropped its reference on QP `qpn`.
     fn iw_cm_qp_ref(id: u64, qpn: u32, taken: bool);
-    /// A provider fault (`site`: the call site, NUL-terminated and static).
-    fn iw_cm_provider_fault(dev: *const c_char, site: *const c_char);
+    /// A provider fault (`site`: the call site, `file:line`).
+    fn iw_cm_provider_fault(dev: &CStr, site: &CStr);
 }

@@ -115,11 +115,15 @@ impl Unlisted {
     /// on, until its destructor calls [`unregister`].  Any context.
     pub(super) fn publish(self) -> Arc<CmId> {
         // The number is reserved with nothing at it (type invariant).
-        c_helpers::ids_publish(
-            self.0.table_id,
-            core::ptr::from_ref::<CmId>(&self.0).cast(),
-            &self.0.table_seq,
-        );
+        // SAFETY: the `CmId` lives until its destructor, whose first step
+        // is `unregister`, i.e. `ids_erase` of this number.
+        unsafe {
+            c_helpers::ids_publish(
+                self.0.table_id,
+                core::ptr::from_ref::<CmId>(&self.0).cast(),
+                &self.0.table_seq,
+            )
+        };
         self.0
     }
 }
@@ -275,12 +279,6 @@ impl<const N: usize> CBuf<N> {
     pub(crate) fn as_str(&self) -> &str {
         let n = self.buf.iter().position(|&c| c == 0).unwrap_or(N);
         core::str::from_utf8(&self.buf[..n]).unwrap_or("?")
-    }
-
-    /// The buffer as a C string (its last byte is never written: always
-    /// NUL-terminated), valid while `self` is.
-    pub(crate) fn as_char_ptr(&self) -> *const kernel::ffi::c_char {
-        self.buf.as_ptr().cast()
     }
 
     /// The buffer up to its first NUL as a C string (empty if it had none).

@@ -109,12 +109,6 @@ pub(super) fn tag_of(id: *mut bindings::iw_cm_id) -> u64 {
 /// each cm_id a pointer to its `Ctx`.
 pub(super) const TAG_LIMIT: usize = 4096;
 
-/// The fake ULP's `cm_handler`: records the event in the global log
-/// under the cm_id's tag (its context), or, for a cm_id of the
-/// concurrency stress, on its own `Ctx` (`stress_event`).
-///
-/// # Safety
-///
 /// A handler that blocks: BLOCKED while it waits for RELEASE (at most
 /// 5 s).
 fn block_until_release() {
@@ -127,6 +121,12 @@ fn block_until_release() {
     BLOCKED.store(false, SeqCst);
 }
 
+/// The fake ULP's `cm_handler`: records the event in the global log
+/// under the cm_id's tag (its context), or, for a cm_id of the
+/// concurrency stress, on its own `Ctx` (`stress_event`).
+///
+/// # Safety
+///
 /// Called by iw_cm (or the test) with live pointers, as the C op it fakes.
 pub(super) unsafe extern "C" fn ulp_handler(
     id: *mut bindings::iw_cm_id,
