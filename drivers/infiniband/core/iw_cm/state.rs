@@ -408,3 +408,69 @@ pub const ALL_INPUTS: [Input; 19] = [
     Input::EvDisconnect,
     Input::EvClose,
 ];
+
+/// The machine's rules checked where it runs, in the kernel (KUnit, at
+/// `insmod iw_cm.ko`); `tools/statemachine` checks every pair against the
+/// golden table on the host.
+#[cfg(CONFIG_KUNIT)]
+#[kernel::macros::kunit_tests(rust_iw_cm_state)]
+mod tests {
+    use super::*;
+
+    /// The outcome's next state and actions, if it moves.
+    fn moves(o: Outcome) -> Option<(State, Actions)> {
+        match o {
+            Outcome::Go { next, actions } | Outcome::ProviderFault { next, actions } => {
+                Some((next, actions))
+            }
+            Outcome::Invalid | Outcome::Wait | Outcome::Drop => None,
+        }
+    }
+
+    #[test]
+    fn no_transition_leaves_a_qp_reference_behind() {
+        for s in ALL_STATES {
+            for i in ALL_INPUTS {
+                if let Some((next, actions)) = moves(step(s, i)) {
+                    if may_hold_qp(s) && !may_hold_qp(next) {
+                        assert!(actions.contains(Actions::RELEASE_QP));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn disconnect_waits_only_while_a_downcall_runs() {
+        let d = Input::Disconnect { abrupt: false };
+        assert_eq!(step(State::Connecting, d), Outcome::Wait);
+        assert_eq!(step(State::Accepting, d), Outcome::Wait);
+        assert_eq!(
+            moves(step(State::ConnSent, d)),
+            Some((State::ConnSent, Actions::QP_ERR))
+        );
+        assert_eq!(
+            moves(step(State::AcceptSent, d)),
+            Some((State::Closing, Actions::QP_ERR))
+        );
+    }
+
+    #[test]
+    fn a_close_before_established_is_delivered_and_gives_the_qp_back() {
+        let want = Actions::RELEASE_QP | Actions::DELIVER;
+        assert!(matches!(
+            moves(step(State::AcceptSent, Input::EvClose)),
+            Some((State::Idle, a)) if a.contains(want)
+        ));
+    }
+
+    #[test]
+    fn a_late_established_is_a_provider_fault_not_a_delivery() {
+        for s in [State::Idle, State::Closing, State::Established] {
+            assert!(matches!(
+                step(s, Input::EvEstablished),
+                Outcome::ProviderFault { actions, .. } if !actions.contains(Actions::DELIVER)
+            ));
+        }
+    }
+}

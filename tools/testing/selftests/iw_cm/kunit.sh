@@ -4,8 +4,8 @@
 # The Rust iw_cm's KUnit suite (rust_iw_cm: the glue against a fake iWARP
 # provider) lives in iw_cm_kunit.ko and runs when that module is loaded.
 # iw_cm.ko carries only the in-place suites of its pure functions
-# (IWCM_INPLACE_SUITES: #[kunit_tests] at the end of cm_id/portmap.rs and
-# cm_id/table.rs), which KUnit runs when iw_cm.ko is loaded.  This test
+# (IWCM_INPLACE_SUITES: #[kunit_tests] at the end of cm_id/portmap.rs,
+# state.rs and cm_id/table.rs), which KUnit runs when iw_cm.ko is loaded.  This test
 # first loads iw_cm.ko alone and checks that it says nothing but those
 # suites' KTAP, registers no other suite and depends on nothing of
 # KUnit's, and reports the in-place suites' results; then it loads the
@@ -21,7 +21,7 @@
 
 RES=/sys/kernel/debug/kunit/rust_iw_cm/results
 # The suites of iw_cm.ko itself (its pure functions, tested in place).
-IWCM_INPLACE_SUITES="rust_iw_cm_portmap rust_iw_cm_table"
+IWCM_INPLACE_SUITES="rust_iw_cm_portmap rust_iw_cm_state rust_iw_cm_table"
 
 # kunit_case_counts SUITE < RESULTS: "PLAN RAN SKIPPED" of SUITE's own
 # cases in KUnit's KTAP (the lines at the indentation of its "# Subtest:").
