@@ -129,6 +129,7 @@ pub(super) fn reach(dev: &mut FakeDev, at: At) -> Result<Scene> {
         ensure!(upcall(id, EV_REQ, 0) == 0);
         ensure!(wait_until(|| NEVENTS.load(SeqCst) == 1));
         let child = CHILD.load(SeqCst);
+        ensure!(!child.is_null());
         sc.feed = child;
         if at == At::ConnRecv {
             return Ok(sc);

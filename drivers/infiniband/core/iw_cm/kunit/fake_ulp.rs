@@ -141,6 +141,17 @@ pub(super) unsafe extern "C" fn ulp_handler(
     let kind = unsafe { (*ev).event };
     let tag = tag_of(id);
     let refs = (QP_REFS.load(SeqCst) + 1) as u64;
+    // The child before the event count: a test that saw the count go up
+    // reads CHILD at once (a handler preempted between the two left it
+    // null, and the test accepted a null cm_id).
+    let child_no = (kind == EV_REQ).then(|| {
+        CHILD.store(id, SeqCst);
+        let c = NCHILDREN.fetch_add(1, SeqCst);
+        if c < CHILDREN.len() {
+            CHILDREN[c].store(id, SeqCst);
+        }
+        c
+    });
     let n = NEVENTS.load(SeqCst);
     if n < EVENTS.len() {
         EVENTS[n].store(tag << 32 | u64::from(kind) << 16 | refs, SeqCst);
@@ -173,12 +184,7 @@ pub(super) unsafe extern "C" fn ulp_handler(
         REPLY_REMOTE.store(addr_key(ipv4_of(r)), SeqCst);
     }
     let mode = MODE.load(SeqCst);
-    if kind == EV_REQ {
-        CHILD.store(id, SeqCst);
-        let c = NCHILDREN.fetch_add(1, SeqCst);
-        if c < CHILDREN.len() {
-            CHILDREN[c].store(id, SeqCst);
-        }
+    if let Some(c) = child_no {
         if mode == MODE_DESTROY_CHILD_IN_REQ {
             // SAFETY: the child is ours (delivered with the request).
             unsafe { bindings::iw_destroy_cm_id(id) };
