@@ -35,15 +35,16 @@
 #                         (hol_rping_stalled_ms, hol_rping_alone_ms: both)
 #   hol_kernel_ms         the same delay as the kernel sees it: from the
 #                         provider's CONNECT_REQUEST upcall for the rping
-#                         listener entering iw_cm (the function tracer on
-#                         iw_cm's cm_event_handler, the upcall each iw_cm
-#                         hands the provider: iwcm.c's and c_entry.rs's,
-#                         named alike) to rdma_cm entering rping's handler
-#                         for it (the rdma_cma:cm_event_handler tracepoint),
-#                         both in the trace's mono clock; the function
-#                         tracer rather than a kprobe pair because the lean
-#                         kernel has no kprobe events, and it traces that
-#                         one function only
+#                         listener entering iw_cm to rdma_cm entering
+#                         rping's handler for it (the rdma_cma:
+#                         cm_event_handler tracepoint), in the trace's mono
+#                         clock.  The upcall: ours' iw_cm:iw_cm_event_queued
+#                         tracepoint; for C, the function tracer on iwcm.c's
+#                         cm_event_handler alone (the lean kernel has no
+#                         kprobe events; Rust functions have no ftrace
+#                         entry).  rping connects the moment the stall
+#                         starts (dmesg -W), so C's figure is the stall
+#                         left then
 #   mem<Q>_bytes_per_id   slab bytes in use (/proc/slabinfo, KASAN's
 #                         quarantine emptied first) added by the sample ULP
 #                         connected with Q queues per side (idle), per
@@ -305,13 +306,23 @@ rping_client() {
 hol_trace=
 hol_trace_on() {
 	hol_trace=
+	[ -e $tr/trace ] || mount -t tracefs nodev $tr 2>/dev/null
+	if [ ! -e $tr/trace ]; then
+		hol_trace="no tracefs at $tr"
+		return
+	fi
 	echo 0 > $tr/tracing_on
 	echo mono > $tr/trace_clock
-	if ! echo '*cm_event_handler*:mod:iw_cm' > $tr/set_ftrace_filter 2>/dev/null ||
-		! grep -q cm_event_handler $tr/set_ftrace_filter; then
-		hol_trace="iw_cm's cm_event_handler cannot be traced (set_ftrace_filter)"
-	elif ! echo 1 > $tr/events/rdma_cma/cm_event_handler/enable; then
+	if ! echo 1 > $tr/events/rdma_cma/cm_event_handler/enable; then
 		hol_trace="no rdma_cma:cm_event_handler tracepoint"
+	elif [ "$impl" = rust ]; then
+		# Ours: its own tracepoint at the upcall (Rust functions have
+		# no ftrace entry to trace).
+		echo 1 > $tr/events/iw_cm/iw_cm_event_queued/enable ||
+			hol_trace="no iw_cm:iw_cm_event_queued tracepoint"
+	elif ! echo '*cm_event_handler*:mod:iw_cm' > $tr/set_ftrace_filter 2>/dev/null ||
+		! grep -q cm_event_handler $tr/set_ftrace_filter; then
+		hol_trace="iwcm.c's cm_event_handler cannot be traced (set_ftrace_filter)"
 	else
 		echo function > $tr/current_tracer
 	fi
@@ -319,11 +330,13 @@ hol_trace_on() {
 	echo 1 > $tr/tracing_on
 }
 hol_trace_off() {
+	[ -e $tr/trace ] || return 0
 	echo 0 > $tr/tracing_on
 	cp $tr/trace "$IWCM_TMP/hol-trace.txt" 2>/dev/null
 	echo nop > $tr/current_tracer
 	echo > $tr/set_ftrace_filter
 	echo 0 > $tr/events/rdma_cma/cm_event_handler/enable 2>/dev/null
+	echo 0 > $tr/events/iw_cm/iw_cm_event_queued/enable 2>/dev/null
 	echo local > $tr/trace_clock
 }
 # hol_trace_result PORT: after the marker, the first upcall into iw_cm (the
@@ -339,7 +352,7 @@ hol_trace_result() {
 		/tracing_mark_write: hol: the handler stalls/ { on = 1; next }
 		!on { next }
 		{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = substr($i, 1, length($i) - 1); break } }
-		q == "" && /cm_event_handler <-/ { q = t }
+		q == "" && (/cm_event_handler <-/ || /iw_cm_event_queued: .*event=CONNECT_REQUEST/) { q = t }
 		q != "" && /cm_event_handler: cm\.id=/ && index($0, port) && /CONNECT_REQUEST/ { printf "%.2f", (t - q) * 1000; exit }
 	' $tr/trace)
 	if [ -n "$ms" ]; then
@@ -375,15 +388,26 @@ bench_hol() {
 	fi
 	base=$pair_s
 	hol_trace_on
+	# The moment the target's handler starts to sleep, from the kernel log
+	# as it is written (dmesg -W: new messages only), so that the rping
+	# connection starts at the beginning of the stall rather than after a
+	# poll of the whole log (seconds under TCG: the traced delay is the
+	# stall left when rping's request arrives).
+	timeout 30 dmesg -W | grep -m1 -q "CONNECT_REQUEST handler stalls" &
+	watch=$!
+	sleep 0.5
 	# The stalled handler: the host's admin queue connect waits for it.
 	timeout -k 5 60 insmod "$sample_ko" role=both addr="$IWCM_ADDR" nr_io_queues=1 \
 		queue_depth=4 stall_qid=0 stall_ms=5000 >"$IWCM_TMP/insmod.log" 2>&1 &
 	ins=$!
-	# Until the target's handler sleeps (polled every 0.1 s).
-	if ! iwcm_wait_for 20 eval '[ "$(dmesg | grep -c "CONNECT_REQUEST handler stalls")" -gt "$n0" ]'; then
+	wait "$watch"
+	stalled=$?
+	pkill -x dmesg 2>/dev/null
+	if [ $stalled -ne 0 ] || [ "$(dmesg | grep -c "CONNECT_REQUEST handler stalls")" -le "$n0" ]; then
 		fail hol_ms "the sample's handler did not stall"
-	elif ! echo "hol: the handler stalls" > $tr/trace_marker || ! rping_client 7601; then
-		fail hol_ms "rping during the stall failed"
+	elif ! { [ -n "$hol_trace" ] || echo "hol: the handler stalls" > $tr/trace_marker; } ||
+		! rping_client 7601; then
+		fail hol_ms "rping during the stall failed (or the trace marker could not be written)"
 	else
 		result hol_ms "$(awk -v a="$base" -v b="$pair_s" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
 		result hol_rping_stalled_ms "$(awk -v b="$pair_s" 'BEGIN { printf "%.0f", b * 1000 }')"
