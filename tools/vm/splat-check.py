@@ -7,8 +7,12 @@ UBSAN, kmemleak leak, soft/hard lockup, RCU stall or workqueue lockup.
 
 --allow-rdma-cm-lockdep accepts exactly one kind of report: lockdep's
 "possible recursive locking" / "possible circular locking dependency" whose
-every lock is rdma_cm's &id_priv->handler_mutex and whose trace runs through
-rdma_cm (Documentation/iw_cm.rst, "rdma_cm's handler_mutex lockdep report": every rdma_cm id shares one lock class).
+every lock is rdma_cm's &id_priv->handler_mutex, the one already held taken
+in rdma_cm's device removal (cma_process_remove), and whose whole backtrace
+(read to its </TASK>, past the 80 lines of a block) is that removal's chain:
+rdma_destroy_id called from a handler under cma_process_remove, under
+cma_remove_one (Documentation/iw_cm.rst, "rdma_cm's handler_mutex lockdep
+report": every rdma_cm id shares one lock class).
 --allow-rdma-cm-lockdep-after MARKER accepts it only below the first line
 that contains MARKER (a boot whose last test is the one that draws it: the
 tests before it keep the report fatal).
@@ -144,11 +148,41 @@ def upstream_siw_report(block, rest):
     return None
 
 
-def rdma_cm_handler_mutex_report(block):
+# The device removal chain the allowance excuses, in the report's backtrace
+# (innermost first): the ULP's destroy of another id, from its handler,
+# under rdma_cm's removal of the device.
+REMOVAL_CHAIN = ("rdma_destroy_id", "cma_process_remove", "cma_remove_one")
+
+
+def whole_report(block, rest):
+    """BLOCK and the lines after it up to the end of its backtrace."""
+    text = list(block)
+    if any("</TASK>" in l for l in block):
+        return text
+    for l in rest:
+        text.append(l)
+        if "</TASK>" in l:
+            break
+    return text
+
+
+def removal_chain(text):
+    """The backtrace's frames include REMOVAL_CHAIN in order, in rdma_cm."""
+    start = next((i for i, l in enumerate(text) if "stack backtrace:" in l or "Call Trace:" in l), None)
+    if start is None:
+        return False
+    want = list(REMOVAL_CHAIN)
+    for l in text[start:]:
+        m = re.match(r"\s*([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+ \[rdma_cm\]\s*$", l)
+        if m and want and m.group(1) == want[0]:
+            want.pop(0)
+    return not want
+
+
+def rdma_cm_handler_mutex_report(block, rest=()):
     if not LOCKDEP_ALLOWED.search(block[0]) and not (
             len(block) > 1 and LOCKDEP_ALLOWED.search(block[1])):
         return False
-    text = "\n".join(block)
     # The locks the report is about: the one being acquired, the one
     # already held, and (circular) every link of the dependency chain.
     # The "locks held by" list that follows names unrelated held locks.
@@ -163,7 +197,12 @@ def rdma_cm_handler_mutex_report(block):
         locks.update(re.findall(r"\(([^()]*?)\)\{[^}]*\}", line))
     if not locks or any("handler_mutex" not in l for l in locks):
         return False
-    return "[rdma_cm]" in text
+    # The lock already held (recursive) was taken by rdma_cm's removal.
+    held = [block[i + 1] for i, l in enumerate(block)
+            if "already holding lock:" in l and i + 1 < len(block)]
+    if held and not all(re.search(r"at: cma_process_remove\+", l) for l in held):
+        return False
+    return removal_chain(whole_report(block, rest))
 
 
 def quoted_accepted_report(line, accepted):
@@ -214,7 +253,7 @@ def main(argv):
             # "[ cut here ]" is followed by the real header: report once.
             if block[0].startswith("------------[ cut here ]") and len(block) == 1:
                 continue
-            if allow and idx > allow_from and rdma_cm_handler_mutex_report(block):
+            if allow and idx > allow_from and rdma_cm_handler_mutex_report(block, rest):
                 allowed += 1
                 lockdep_accepted = True
                 print("splat-check: accepted rdma_cm handler_mutex lockdep report at line %d" % (idx + 1))

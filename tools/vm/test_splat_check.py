@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """Host tests of splat-check.py (make hosttest): which console logs fail a
 run, and where the rdma_cm handler_mutex lockdep report is accepted.
-testdata/rdma-cm-lockdep.txt is the head and tail of the report the
-sample_unplug selftest draws (its middle cut); upstream-siw-lockdep.txt,
+testdata/rdma-cm-lockdep.txt is the whole report the sample_unplug
+selftest draws (make demo, 2026-12-07: 93 lines); upstream-siw-lockdep.txt,
 upstream-siw-kmemleak.txt and upstream-siw-flush-uaf.txt the reports of
 upstream siw faults that --allow-upstream-siw accepts
 (tools/testing/siw/0002, 0006 and 0010: the last from siw_flush.sh with
@@ -204,6 +204,23 @@ class SplatCheck(unittest.TestCase):
         text = SIW_LOCKDEP + MARKER + "\n" + LOCKDEP
         self.assertEqual(self.run_check(text, "--allow-upstream-siw",
                                         "--allow-rdma-cm-lockdep-after", MARKER)[0], 0)
+
+    def test_lockdep_report_read_whole_past_80_lines(self):
+        self.assertGreater(len(LOCKDEP.splitlines()), 80)
+        rc, out = self.run_check(LOCKDEP, "--allow-rdma-cm-lockdep")
+        self.assertEqual(rc, 0, out)
+
+    def test_lockdep_report_held_outside_device_removal_fatal(self):
+        other = LOCKDEP.replace("at: cma_process_remove+", "at: cma_iw_handler+", 1)
+        self.assertNotEqual(other, LOCKDEP)
+        # (Both mentions of the held lock: the report and "locks held".)
+        other = other.replace("at: cma_process_remove+0x24f", "at: cma_iw_handler+0x24f")
+        self.assertEqual(self.run_check(other, "--allow-rdma-cm-lockdep")[0], 1)
+
+    def test_lockdep_report_without_the_removal_chain_fatal(self):
+        cut = "\n".join(l for l in LOCKDEP.splitlines() if " cma_remove_one+" not in l) + "\n"
+        self.assertNotEqual(cut, LOCKDEP)
+        self.assertEqual(self.run_check(cut, "--allow-rdma-cm-lockdep")[0], 1)
 
     LOCKDEP_OFF = "VM: debug facility off at the end: lockdep (debug_locks 0)\n"
     KMEMLEAK_OFF = "VM: debug facility off at the end: kmemleak\n"
