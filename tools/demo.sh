@@ -1,26 +1,35 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# The main command (`make demo`): from nothing, set up, build the test kernel
-# and the modules, boot the VM, load our Rust iw_cm and run the unplug
+# The main command (`make demo`): from nothing, set up, build our modules for
+# Debian's own kernel (7.3.4+deb13-amd64: tools/distro/, a trixie chroot with
+# Debian's toolchain; no kernel to build) -- or, with IWCM_DEMO_KERNEL=test,
+# build the test kernel (KASAN, lockdep, kmemleak) and the modules for it --
+# boot that kernel in QEMU, load our Rust iw_cm and run the unplug
 # scenarios:
 #   1. nvme-rdma host + nvmet-rdma target over siw, fio with verify, then
 #      `rdma link delete` mid-I/O (tools/testing/selftests/iw_cm/nvme_unplug.sh);
 #   2. the Rust sample ULP (nvme-rdma shaped, in-handler DEVICE_REMOVAL
 #      teardown) with 1 admin + 8 I/O queues, then `rdma link delete`
-#      (sample_unplug.sh), in a boot of its own: rdma_cm's handler_mutex
-#      lockdep false positive is accepted there and nothing else.
+#      (sample_unplug.sh), in a boot of its own: on the test kernel,
+#      rdma_cm's handler_mutex lockdep false positive is accepted there and
+#      nothing else.
 #   3. the problem and the fix side by side: the seed scenario (the sample
 #      ULP's DEVICE_REMOVAL handler stops its own queue first and tears the
-#      others down inside the handler) with the C iw_cm in a boot of its
-#      own, where `rdma link delete` deadlocks (expected: detected by the
-#      delete not returning within AB_DELETE_TIMEOUT s and the hung-task
-#      reports, then the VM is powered off), and the same with ours
-#      (tools/ab/ab-unplug.sh); and the head-of-line delay behind a handler
-#      stalled 5 s with each iw_cm (tools/bench/bench-guest.sh, one round).
+#      others down inside the handler) with the C iw_cm (the kernel's own
+#      iw_cm.ko) in a boot of its own, where `rdma link delete` deadlocks
+#      (expected: detected by the delete not returning within
+#      AB_DELETE_TIMEOUT s and the hung-task reports, then the VM is
+#      powered off), and the same with ours (tools/ab/ab-unplug.sh); and
+#      the head-of-line delay behind a handler stalled 5 s with each iw_cm
+#      (tools/bench/bench-guest.sh, one round).
 # Ends with a short human report: what ran, timings, splats, and a
 # two-column table C | Rust (the churn row: cmtime -c 100 in the
-# head-of-line boot).
+# head-of-line boot).  Debian's kernel by default: it is the kernel a
+# distribution's user runs, and it needs no kernel build, so the demo fits
+# its 25 minutes on a fresh 2-core machine (the test kernel alone took 28
+# minutes to build on one, 2026-12-07); make check runs the same scenarios'
+# selftests on the test kernel with every debug gate.
 #
 #   tools/demo.sh                 the demo
 #   tools/demo.sh --check-groups  only check DEMO_BENCH_GROUPS against what
@@ -56,14 +65,33 @@ note() { report+=("$*"); echo "demo: $*"; }
 
 tools/setup-deps.sh || { echo "demo: dependency set-up failed"; exit 1; }
 t=$(date +%s)
-tools/kernel/build-kernel.sh || { echo "demo: test kernel build failed"; exit 1; }
-note "test kernel ready ($(( $(date +%s) - t )) s)"
-t=$(date +%s)
-make -C "$top" modules siw rdma_cm >"$IWCM_RESULTS_DIR/modules.log" 2>&1 ||
-	{ tail -30 "$IWCM_RESULTS_DIR/modules.log"; echo "demo: module build failed"; exit 1; }
-note "modules built ($(( $(date +%s) - t )) s): $(cd "$top" && find drivers samples -name '*.ko' 2>/dev/null | tr '\n' ' ')"
+case "${IWCM_DEMO_KERNEL:-debian}" in
+debian)
+	# Our modules (iw_cm, the sample ULP, the test siw) built for Debian's
+	# kernel in a copy of this tree ($DISTRO_MODS/src), whose tools the
+	# VMs run; its own rdma_cm and iw_cm.ko are Debian's.
+	. tools/distro/env.sh
+	distro_lock
+	tools/distro/build.sh >"$IWCM_RESULTS_DIR/distro-build.log" 2>&1 ||
+		{ tail -30 "$IWCM_RESULTS_DIR/distro-build.log"; echo "demo: the build for Debian's kernel failed (tools/distro/build.sh)"; exit 1; }
+	distro_vm_env "$DISTRO_MODS/demo" || { echo "demo: Debian's kernel not ready for the VM"; exit 1; }
+	vm_top=$DISTRO_MODS/src
+	note "Debian's kernel $DISTRO_KREL, the modules built for it ($(( $(date +%s) - t )) s: tools/distro/build.sh)"
+	;;
+test)
+	tools/kernel/build-kernel.sh || { echo "demo: test kernel build failed"; exit 1; }
+	note "test kernel ready ($(( $(date +%s) - t )) s)"
+	t=$(date +%s)
+	make -C "$top" modules siw rdma_cm >"$IWCM_RESULTS_DIR/modules.log" 2>&1 ||
+		{ tail -30 "$IWCM_RESULTS_DIR/modules.log"; echo "demo: module build failed"; exit 1; }
+	vm_top=$top
+	note "modules built ($(( $(date +%s) - t )) s)"
+	;;
+*) echo "demo: IWCM_DEMO_KERNEL must be debian or test, not '$IWCM_DEMO_KERNEL'" >&2; exit 2 ;;
+esac
+note "modules: $(cd "$vm_top" && find drivers samples tools/testing/siw/build -name '*.ko' 2>/dev/null | tr '\n' ' ')"
 . tools/kernel/env.sh
-make -s -C tools/testing/selftests/iw_cm KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
+make -s -C "$vm_top/tools/testing/selftests/iw_cm" KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
 	{ echo "demo: selftest helper build failed"; exit 1; }
 
 # scenario NAME TEST [run.sh options]: one VM boot running one selftest
@@ -76,8 +104,8 @@ scenario() {
 		note "$name: SKIPPED ($test not present)"
 		return
 	fi
-	IWCM_TESTS=$test tools/vm/run.sh --name "$name" --timeout 900 "$@" -- \
-		env IWCM_TESTS="$test" tools/vm/guest-tests.sh rust >"$log" 2>&1
+	IWCM_TESTS=$test "$vm_top/tools/vm/run.sh" --name "$name" --timeout 900 "$@" -- \
+		env IWCM_TESTS="$test" "$vm_top/tools/vm/guest-tests.sh" rust >"$log" 2>&1
 	rc=$?
 	res=$(sed -n 's/.*results in \(.*\)$/\1/p' "$log" | head -n1)
 	ktap=$res/ktap-rust.txt
@@ -107,7 +135,7 @@ scenario sample-ulp-unplug sample_unplug.sh --allow-rdma-cm-lockdep
 
 # ---- side by side: the seed scenario with each iw_cm ----------------------
 abdir=$IWCM_RESULTS_DIR/side-by-side
-AB_RESULTS_DIR=$abdir tools/ab/ab-unplug.sh --impl both --only first,qp,handler \
+AB_RESULTS_DIR=$abdir "$vm_top/tools/ab/ab-unplug.sh" --impl both --only first,qp,handler \
 	>"$IWCM_RESULTS_DIR/side-by-side.out" 2>&1
 c_cell=$(cell c)
 rust_cell=$(cell rust)
@@ -119,9 +147,9 @@ case "$rust_cell" in completed*) ;; *) rc_all=1 ;; esac
 # Head-of-line: one bench round of that figure only, in one boot.
 holdir=$IWCM_RESULTS_DIR/head-of-line
 mkdir -p "$holdir"
-IWCM_RESULTS_DIR=$holdir tools/vm/run.sh --name head-of-line --timeout 600 -- \
+IWCM_RESULTS_DIR=$holdir "$vm_top/tools/vm/run.sh" --name head-of-line --timeout 600 -- \
 	env BENCH_ROUNDS=1 BENCH_GROUPS="$DEMO_BENCH_GROUPS" BENCH_CMTIME="$DEMO_CMTIME" \
-	"$top/tools/bench/bench-guest.sh" >"$holdir/vm.out" 2>&1 || rc_all=1
+	"$vm_top/tools/bench/bench-guest.sh" >"$holdir/vm.out" 2>&1 || rc_all=1
 c_hol=$(hol c)
 rust_hol=$(hol rust)
 note "head-of-line (another id's CONNECT_REQUEST from iw_cm's upcall to its handler, traced, behind a handler stalled 5 s): C $c_hol, Rust $rust_hol"
@@ -139,6 +167,7 @@ echo
 echo "==== iw_cm (Rust) demo report ===="
 printf '%s\n' "${report[@]}"
 echo
+echo "kernel: $([ "$vm_top" = "$top" ] && echo "the test kernel (KASAN, lockdep, kmemleak)" || echo "Debian's $DISTRO_KREL, its own siw-less tree with the test siw, its rdma_cm, its iw_cm.ko as the C iw_cm")"
 echo "| | C iw_cm | Rust iw_cm |"
 echo "|---|---|---|"
 echo "| rdma link delete, sample ULP, own queue first, in handler | $c_cell | $rust_cell |"

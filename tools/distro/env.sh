@@ -77,3 +77,55 @@ distro_chroot() {
 	' _ "$DISTRO_ROOT" "$@"
 }
 export KSRC DISTRO_PKGS DISTRO_BUILD DISTRO_MODS
+
+# distro_vm_env WORK [install]: Debian's kernel ready for tools/vm/run.sh.
+# WORK gets a hard-linked copy of the package's module tree (with
+# "install": our iw_cm.ko installed into it, updates/ and depmod, as `make
+# install KVER=...` does; without, the tree is Debian's own and the tests
+# insmod ours from the module tree build.sh made) and an initramfs:
+# busybox-static and the six modules the 9p root needs (netfs, 9pnet,
+# 9pnet_virtio, 9p, overlay, configfs; Debian builds them as modules),
+# which mounts the host root over 9p and hands over to the init= program
+# (tools/vm/guest-init.sh).  Exports the variables run.sh reads for another
+# kernel (IWCM_VM_KERNEL, IWCM_VM_KREL, IWCM_VM_KMODS, IWCM_VM_INITRD) and
+# IWCM_RDMA_CM=stock, IWCM_C_IWCM=stock: Debian's own rdma_cm and iw_cm.
+# Call under distro_lock, after build.sh.
+distro_vm_env() {
+	local work=$1 install=${2:-} kmods ird mods m f
+	kmods=$DISTRO_PKGS/root/usr/lib/modules/$DISTRO_KREL
+	rm -rf "$work"
+	mkdir -p "$work/lib/modules" "$work/initrd"/{bin,dev,proc,sys,newroot,mods}
+	cp -al "$kmods" "$work/lib/modules/"
+	if [ "$install" = install ]; then
+		IWCM_DISTRO_BUILT=1 "$IWCM_TOP/tools/distro/install.sh" "$DISTRO_KREL" "$work" || return 1
+	fi
+	ird=$work/initrd
+	cp /bin/busybox "$ird/bin/"
+	mods="netfs 9pnet 9pnet_virtio 9p overlay configfs"
+	for m in $mods; do
+		f=$(find "$kmods/kernel" -name "$m.ko.xz" | head -n1)
+		[ -n "$f" ] || { echo "distro: no $m.ko.xz in $kmods" >&2; return 1; }
+		xz -dc "$f" > "$ird/mods/$m.ko"
+	done
+	cat > "$ird/init" <<INIT
+#!/bin/busybox sh
+# The initramfs of tools/distro/env.sh's distro_vm_env: the modules the 9p
+# root needs, then the host root, then the init= program on it.
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+for m in $mods; do
+	/bin/busybox insmod /mods/\$m.ko || echo "initrd: insmod \$m failed"
+done
+init=\$(/bin/busybox sed -n 's/.* init=\([^ ]*\).*/\1/p' /proc/cmdline)
+/bin/busybox mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro hostroot /newroot ||
+	{ echo "initrd: cannot mount the 9p root"; /bin/busybox poweroff -f; }
+echo "initrd: 9p root mounted, running \$init"
+/bin/busybox umount /proc
+/bin/busybox umount /dev
+exec /bin/busybox switch_root /newroot "\$init"
+INIT
+	chmod +x "$ird/init"
+	(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz" || return 1
+	export IWCM_VM_KERNEL=$kmods/vmlinuz IWCM_VM_KREL=$DISTRO_KREL IWCM_VM_KMODS=$work \
+		IWCM_VM_INITRD=$work/initrd.gz IWCM_RDMA_CM=stock IWCM_C_IWCM=stock
+}

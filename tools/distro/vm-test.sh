@@ -33,48 +33,11 @@ distro_lock
 "$here/build.sh"
 t_build=$(( $(date +%s) - t0 ))
 
-work=$DISTRO_MODS/vm
-kmods=$DISTRO_PKGS/root/usr/lib/modules/$DISTRO_KREL
-rm -rf "$work"
-mkdir -p "$work/lib/modules" "$work/initrd"/{bin,dev,proc,sys,newroot,mods}
-cp -al "$kmods" "$work/lib/modules/"
-# `make install KVER=...` into that tree (updates/iw_cm.ko and depmod): the
-# guest checks that modprobe picks ours before the tests start.
-IWCM_DISTRO_BUILT=1 "$here/install.sh" "$DISTRO_KREL" "$work"
-
-ird=$work/initrd
-cp /bin/busybox "$ird/bin/"
-mods="netfs 9pnet 9pnet_virtio 9p overlay configfs"
-for m in $mods; do
-	f=$(find "$kmods/kernel" -name "$m.ko.xz" | head -n1)
-	[ -n "$f" ] || { echo "distro: no $m.ko.xz in $kmods" >&2; exit 1; }
-	xz -dc "$f" > "$ird/mods/$m.ko"
-done
-cat > "$ird/init" <<INIT
-#!/bin/busybox sh
-# The initramfs of tools/distro/vm-test.sh: the modules the 9p root needs,
-# then the host root, then the init= program on it.
-/bin/busybox mount -t proc proc /proc
-/bin/busybox mount -t devtmpfs devtmpfs /dev
-for m in $mods; do
-	/bin/busybox insmod /mods/\$m.ko || echo "initrd: insmod \$m failed"
-done
-init=\$(/bin/busybox sed -n 's/.* init=\([^ ]*\).*/\1/p' /proc/cmdline)
-/bin/busybox mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro hostroot /newroot ||
-	{ echo "initrd: cannot mount the 9p root"; /bin/busybox poweroff -f; }
-echo "initrd: 9p root mounted, running \$init"
-/bin/busybox umount /proc
-/bin/busybox umount /dev
-exec /bin/busybox switch_root /newroot "\$init"
-INIT
-chmod +x "$ird/init"
-(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
+distro_vm_env "$DISTRO_MODS/vm" install
 
 t1=$(date +%s)
 rc=0
-IWCM_VM_KERNEL=$kmods/vmlinuz IWCM_VM_KREL=$DISTRO_KREL IWCM_VM_KMODS=$work \
-IWCM_VM_INITRD=$work/initrd.gz IWCM_RDMA_CM=stock IWCM_C_IWCM=stock IWCM_QUICK=${IWCM_QUICK:-} \
-	"$IWCM_TOP/tools/vm/run.sh" --name distro --timeout 1800 -- \
+IWCM_QUICK=${IWCM_QUICK:-} "$IWCM_TOP/tools/vm/run.sh" --name distro --timeout 1800 -- \
 	bash -c 'set -e
 		m=$(modinfo -n iw_cm)
 		echo "# distro: modprobe iw_cm would load $m ($(modinfo -F vermagic iw_cm)); uname -r $(uname -r)"

@@ -75,6 +75,11 @@ mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/etc-upper,workdir=/mnt/e
 hostname iwcm-vm
 ip link set lo up
 echo 1 > /proc/sys/kernel/sysrq
+# The hung-task detector at the test kernel's 30 s
+# (CONFIG_DEFAULT_HUNG_TASK_TIMEOUT, tools/kernel/config.fragment) on any
+# kernel: Debian's defaults to 120 s, longer than make demo's and the A/B
+# runs' bound on a blocked removal (AB_DELETE_TIMEOUT, 45 s).
+[ -w /proc/sys/kernel/hung_task_timeout_secs ] && echo 30 > /proc/sys/kernel/hung_task_timeout_secs
 # Memory registration (ib_umem_get) pins user memory against
 # RLIMIT_MEMLOCK; a test machine runs RDMA tools without that limit.  (The
 # ucmatose/cmtime creation failures once blamed on it were siw's mmap key
