@@ -332,7 +332,7 @@ hol_trace_on() {
 hol_trace_off() {
 	[ -e $tr/trace ] || return 0
 	echo 0 > $tr/tracing_on
-	cp $tr/trace "$IWCM_TMP/hol-trace.txt" 2>/dev/null
+	cp $tr/trace "${IWCM_RESULTS:-$IWCM_TMP}/hol-trace-$impl.txt" 2>/dev/null
 	echo nop > $tr/current_tracer
 	echo > $tr/set_ftrace_filter
 	echo 0 > $tr/events/rdma_cma/cm_event_handler/enable 2>/dev/null
@@ -348,17 +348,25 @@ hol_trace_result() {
 		fail hol_kernel_ms "$hol_trace"
 		return
 	fi
+	# The stall ends when the sample's stalled request is answered: the
+	# first ESTABLISHED at port 4420 in rdma_cm (the trace starts before
+	# the sample's load).  An upcall after that, before the marker or
+	# after it, is no measure of the stall: "late".
 	ms=$(awk -v port=":$1 " '
+		/cm_event_handler: cm\.id=/ && /:4420 / && /ESTABLISHED/ { over = 1 }
 		/tracing_mark_write: hol: the handler stalls/ { on = 1; next }
 		!on { next }
 		{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = substr($i, 1, length($i) - 1); break } }
+		q == "" && over { print "late"; exit }
 		q == "" && (/cm_event_handler <-/ || /iw_cm_event_queued: .*event=CONNECT_REQUEST/) { q = t }
 		q != "" && /cm_event_handler: cm\.id=/ && index($0, port) && /CONNECT_REQUEST/ { printf "%.2f", (t - q) * 1000; exit }
 	' $tr/trace)
-	if [ -n "$ms" ]; then
+	if [ "$ms" = late ]; then
+		fail hol_kernel_ms "the stall was over before rping's request reached iw_cm (trace kept as hol-trace-$impl.txt in the results)"
+	elif [ -n "$ms" ]; then
 		result hol_kernel_ms "$ms"
 	else
-		fail hol_kernel_ms "no CONNECT_REQUEST for :$1 after an upcall into iw_cm in the trace ($(grep -c . $tr/trace) lines, kept in $IWCM_TMP/hol-trace.txt)"
+		fail hol_kernel_ms "no CONNECT_REQUEST for :$1 after an upcall into iw_cm in the trace ($(grep -c . $tr/trace) lines, kept as hol-trace-$impl.txt in the results)"
 	fi
 }
 
@@ -369,8 +377,7 @@ hol_trace_result() {
 # events wait for the sleeping handler; with per-cm_id delivery they do
 # not.  Both rping servers listen before anything is measured.
 bench_hol() {
-	local base ins n0
-	n0=$(dmesg | grep -c "CONNECT_REQUEST handler stalls")
+	local base ins watch stalled
 	iwcm_spawn rs "$IWCM_TMP/rping-s-7600.log" rping -s -a "$IWCM_ADDR" -p 7600 -C 1
 	iwcm_spawn rs "$IWCM_TMP/rping-s-7601.log" rping -s -a "$IWCM_ADDR" -p 7601 -C 1
 	iwcm_spawn rs "$IWCM_TMP/rping-s-7599.log" rping -s -a "$IWCM_ADDR" -p 7599 -C 1
@@ -389,22 +396,25 @@ bench_hol() {
 	base=$pair_s
 	hol_trace_on
 	# The moment the target's handler starts to sleep, from the kernel log
-	# as it is written (dmesg -W: new messages only), so that the rping
-	# connection starts at the beginning of the stall rather than after a
-	# poll of the whole log (seconds under TCG: the traced delay is the
-	# stall left when rping's request arrives).
-	timeout 30 dmesg -W | grep -m1 -q "CONNECT_REQUEST handler stalls" &
+	# as it is written (kmsg_then.py: /dev/kmsg from its end), so that the
+	# rping connection starts at the beginning of the stall rather than
+	# after a look at the whole log (seconds under TCG: the traced delay is
+	# then the stall left when rping's request arrives).  (Not dmesg -W
+	# into a pipe: its output is block-buffered, stdbuf or not; on
+	# Debian's kernel the line reached grep 3 s after the stall ended.)
+	rm -f "$IWCM_TMP/hol.ready"
+	python3 "$top/tools/testing/selftests/iw_cm/kmsg_then.py" "$IWCM_TMP/hol.ready" \
+		"CONNECT_REQUEST handler stalls" 60 true &
 	watch=$!
-	sleep 0.5
+	iwcm_wait_for 30 test -e "$IWCM_TMP/hol.ready" || iwcm_log "kmsg_then.py not ready in 30 s"
 	# The stalled handler: the host's admin queue connect waits for it.
 	timeout -k 5 60 insmod "$sample_ko" role=both addr="$IWCM_ADDR" nr_io_queues=1 \
 		queue_depth=4 stall_qid=0 stall_ms=5000 >"$IWCM_TMP/insmod.log" 2>&1 &
 	ins=$!
 	wait "$watch"
 	stalled=$?
-	pkill -x dmesg 2>/dev/null
-	if [ $stalled -ne 0 ] || [ "$(dmesg | grep -c "CONNECT_REQUEST handler stalls")" -le "$n0" ]; then
-		fail hol_ms "the sample's handler did not stall"
+	if [ $stalled -ne 0 ]; then
+		fail hol_ms "the sample's handler did not stall (kmsg_then.py status $stalled)"
 	elif ! { [ -n "$hol_trace" ] || echo "hol: the handler stalls" > $tr/trace_marker; } ||
 		! rping_client 7601; then
 		fail hol_ms "rping during the stall failed (or the trace marker could not be written)"

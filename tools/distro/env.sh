@@ -81,8 +81,9 @@ export KSRC DISTRO_PKGS DISTRO_BUILD DISTRO_MODS
 # distro_vm_env WORK [install]: Debian's kernel ready for tools/vm/run.sh.
 # WORK gets a hard-linked copy of the package's module tree (with
 # "install": our iw_cm.ko installed into it, updates/ and depmod, as `make
-# install KVER=...` does; without, the tree is Debian's own and the tests
-# insmod ours from the module tree build.sh made) and an initramfs:
+# install KVER=...` does; without, the tree is Debian's own, depmod run on
+# it, and the tests insmod ours from the tree build.sh made) and an
+# initramfs:
 # busybox-static and the six modules the 9p root needs (netfs, 9pnet,
 # 9pnet_virtio, 9p, overlay, configfs; Debian builds them as modules),
 # which mounts the host root over 9p and hands over to the init= program
@@ -98,6 +99,9 @@ distro_vm_env() {
 	cp -al "$kmods" "$work/lib/modules/"
 	if [ "$install" = install ]; then
 		IWCM_DISTRO_BUILT=1 "$IWCM_TOP/tools/distro/install.sh" "$DISTRO_KREL" "$work" || return 1
+	else
+		# (The package ships no modules.dep: its postinst runs depmod.)
+		depmod -b "$work" -a "$DISTRO_KREL" || return 1
 	fi
 	ird=$work/initrd
 	cp /bin/busybox "$ird/bin/"
