@@ -167,7 +167,7 @@ echo
 echo "==== iw_cm (Rust) demo report ===="
 printf '%s\n' "${report[@]}"
 echo
-echo "kernel: $([ "$vm_top" = "$top" ] && echo "the test kernel (KASAN, lockdep, kmemleak)" || echo "Debian's $DISTRO_KREL, its own siw-less tree with the test siw, its rdma_cm, its iw_cm.ko as the C iw_cm")"
+echo "kernel: $([ "$vm_top" = "$top" ] && echo "the test kernel (KASAN, lockdep, kmemleak)" || echo "Debian's $DISTRO_KREL: its rdma_cm, its iw_cm.ko as the C iw_cm, the test siw (Debian builds no siw)")"
 echo "| | C iw_cm | Rust iw_cm |"
 echo "|---|---|---|"
 echo "| rdma link delete, sample ULP, own queue first, in handler | $c_cell | $rust_cell |"
