@@ -333,11 +333,15 @@ def draw_scale(d, vals):
 
 
 def gnuplot(d, name, script, data, size="800,480"):
+    """DATA in SCRIPT names the data file.  Plain text (noenhanced):
+    gnuplot's enhanced mode would set the "_c" of "iw_cm" as a
+    subscript."""
     dat = os.path.join(d, name + ".dat")
     with open(dat, "w") as f:
         f.write(data)
     svg = name + ".svg"
-    full = ("set terminal svg size %s dynamic font 'sans,11'\n"
+    full = ("set terminal svg size %s dynamic noenhanced font 'sans,11'\n"
+            "set termoption noenhanced\n"
             "set output '%s'\nset datafile separator '\\t'\n" % (size, os.path.join(d, svg))) + \
         script.replace("DATA", "'%s'" % dat)
     try:
@@ -349,54 +353,100 @@ def gnuplot(d, name, script, data, size="800,480"):
     return svg
 
 
+def spread(v):
+    """Median, min and max of the rounds."""
+    return statistics.median(v), min(v), max(v)
+
+
+def ratio_spread(c, r):
+    """Rust/C per round (ABBA: the rounds pair up in order) as median, min
+    and max; with unequal counts, the medians' ratio and the extremes."""
+    if len(c) == len(r) and all(c):
+        per = [y / x for x, y in zip(c, r)]
+        return statistics.median(per), min(per), max(per)
+    mc, mr = statistics.median(c), statistics.median(r)
+    return mr / mc, min(r) / max(c), max(r) / min(c)
+
+
+def short_label(m):
+    """The table's label, short enough for an axis."""
+    name, unit = LABEL.get(m, (m, ""))
+    name = name.replace("head-of-line: another id's CONNECT_REQUEST, iw_cm upcall to handler (traced)",
+                        "head-of-line, traced")
+    name = name.replace("head-of-line: other ids' delay behind a 5 s handler (rping pair difference)",
+                        "head-of-line, rping difference")
+    name = name.replace("ib_send_lat -R -n 200, client 3 s after the server", "ib_send_lat -R -n 200")
+    name = name.replace("ucmatose -c 200 (concurrent connects)", "ucmatose -c 200")
+    name = name.replace("rdma link delete, sample ULP ", "unplug, ")
+    name = name.replace("slab bytes per cm_id, ", "bytes/cm_id, ")
+    return name
+
+
 def draw(d, rows):
-    by = {m: (mc, mr, ratio) for m, _, _, mc, mr, ratio in rows}
+    """One plot per kind of figure; every point or bar with the min-max of
+    its rounds."""
+    by = {m: (c, r) for m, c, r, _, _, _ in rows if c and r}
     out = []
-    # Ratio per figure.
-    data = "".join("%s\t%.4f\n" % (m.replace("_", " "), ratio)
-                   for m, _, _, _, _, ratio in rows if ratio is not None)
+    # Rust/C per figure, with the spread of the per-round ratios.  (The
+    # rping pair times are the head-of-line figures' context, not figures
+    # of their own.)
+    data = ""
+    for m, c, r, _, _, ratio in rows:
+        if ratio is None or not c or not r or m.startswith("hol_rping_") or not all(c):
+            continue
+        mid, lo, hi = ratio_spread(c, r)
+        if mid <= 0 or lo <= 0:
+            continue
+        data += "%s\t%.4f\t%.4f\t%.4f\n" % (short_label(m), mid, lo, hi)
     if data:
-        s = gnuplot(d, "ratio", "set title 'Rust / C, median of the rounds (below 1: ours faster or smaller)'\n"
-                    "set style data histogram\nset style fill solid 0.6\nset boxwidth 0.8\n"
-                    "set xtics rotate by -45 font ',8'\nset logscale y 2\nset yrange [*:*]\n"
+        n = data.count("\n")
+        s = gnuplot(d, "ratio", "set title 'Rust / C per figure: median of the rounds, bar: min-max (below 1: ours faster or smaller)'\n"
+                    "set style fill solid 0.5\nset boxwidth 0.7\nset bmargin 14\nset rmargin 18\n"
+                    "set xtics rotate by -50 left font ',8'\nset logscale y 2\n"
+                    "set xrange [-0.7:%f]\n"
                     "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2\n"
-                    "plot DATA using 2:xtic(1) title 'Rust/C'\n", data)
+                    "plot DATA using 0:2:xtic(1) with boxes title 'Rust/C (median)', "
+                    "DATA using 0:2:3:4 with yerrorbars lc rgb 'black' pt -1 title 'min-max of the rounds'\n"
+                    % (n - 0.3), data, size="1100,620")
         out += [s] if s else []
     # Teardown against queue count.
     data = ""
     for q in (8, 32, 64):
-        mc, mr, _ = by.get("teardown%d_s" % q, (None, None, None))
-        if mc is not None and mr is not None:
-            data += "%d\t%.4f\t%.4f\n" % (q, mc, mr)
+        if "teardown%d_s" % q in by:
+            c, r = by["teardown%d_s" % q]
+            data += "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n" % ((q,) + spread(c) + spread(r))
     if data:
         s = gnuplot(d, "teardown", "set title 'rdma link delete with the sample ULP connected (own queue last)'\n"
-                    "set xlabel 'queues'\nset ylabel 's'\nset key left\n"
-                    "plot DATA using 1:2 with linespoints title 'C iw_cm', "
-                    "DATA using 1:3 with linespoints title 'Rust iw_cm'\n", data)
+                    "set xlabel 'queues (each side)'\nset ylabel 's'\nset key left\nset yrange [0:*]\n"
+                    "set xrange [0:72]\n"
+                    "plot DATA using 1:2:3:4 with yerrorlines title 'C iw_cm (median, min-max)', "
+                    "DATA using 1:5:6:7 with yerrorlines title 'Rust iw_cm (median, min-max)'\n", data)
         out += [s] if s else []
     # (The traced figure when there is one: the rping pair's difference
     # cannot resolve below a few hundred ms.)
     hol = "hol_kernel_ms" if "hol_kernel_ms" in by else "hol_ms"
-    mc, mr, _ = by.get(hol, (None, None, None))
-    if mc is not None and mr is not None:
-        data = "C iw_cm\t%.2f\nRust iw_cm\t%.2f\n" % (max(mc, 0.01), max(mr, 0.01))
-        s = gnuplot(d, "hol", "set title 'Delay of another id''s connect request behind a handler stalled 5 s%s'\n"
-                    % (" (traced)" if hol == "hol_kernel_ms" else "") +
-                    "set style data histogram\nset style fill solid 0.6\nset boxwidth 0.6\n"
-                    "set logscale y 10\nset ylabel 'ms (log)'\nset yrange [0.01:*]\n"
-                    "plot DATA using 2:xtic(1) notitle\n", data)
+    if hol in by:
+        c, r = by[hol]
+        floor = lambda t: tuple(max(x, 0.01) for x in t)
+        data = "C iw_cm\t%.3f\t%.3f\t%.3f\nRust iw_cm\t%.3f\t%.3f\t%.3f\n" % (floor(spread(c)) + floor(spread(r)))
+        s = gnuplot(d, "hol", "set title 'Delay of another id''s CONNECT_REQUEST behind a handler stalled 5 s%s'\n"
+                    % (": iw_cm's upcall to rdma_cm's handler, traced" if hol == "hol_kernel_ms" else ": rping pair difference") +
+                    "set style fill solid 0.5\nset boxwidth 0.6\nset xrange [-0.6:1.6]\n"
+                    "set logscale y 10\nset ylabel 'ms (log)'\nset yrange [0.01:20000]\n"
+                    "plot DATA using 0:2:xtic(1) with boxes title 'median', "
+                    "DATA using 0:2:3:4 with yerrorbars lc rgb 'black' pt -1 title 'min-max of the rounds'\n", data)
         out += [s] if s else []
     data = ""
     for q in (2, 50, 500):
-        mc, mr, _ = by.get("mem%d_bytes_per_id" % q, (None, None, None))
-        if mc is not None and mr is not None:
-            data += "%d\t%.0f\t%.0f\n" % (2 * q + 1, mc, mr)
+        if "mem%d_bytes_per_id" % q in by:
+            c, r = by["mem%d_bytes_per_id" % q]
+            data += "%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n" % ((2 * q + 1,) + spread(c) + spread(r))
     if data:
         s = gnuplot(d, "memory", "set title 'Slab bytes per cm_id (sample ULP connected, idle)'\n"
-                    "set xlabel 'cm_ids'\nset ylabel 'bytes'\nset logscale x 10\nset key right\n"
-                    "set yrange [0:*]\n"
-                    "plot DATA using 1:2 with linespoints title 'C iw_cm', "
-                    "DATA using 1:3 with linespoints title 'Rust iw_cm'\n", data)
+                    "set xlabel 'cm_ids (2 x queues + the listener)'\nset ylabel 'bytes'\nset logscale x 10\n"
+                    "set xrange [3:2000]\nset key right\nset yrange [0:*]\n"
+                    "plot DATA using 1:2:3:4 with yerrorlines title 'C iw_cm (median, min-max)', "
+                    "DATA using 1:5:6:7 with yerrorlines title 'Rust iw_cm (median, min-max)'\n", data)
         out += [s] if s else []
     return out
 
