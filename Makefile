@@ -38,7 +38,7 @@ DURATION ?= 10m
 
 ROUNDS ?= 5
 
-.PHONY: all modules siw rdma_cm deps kernel check check-all soak bench ulp-loop selftest demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro
+.PHONY: all modules siw rdma_cm deps kernel check check-all soak bench ulp-loop selftest demo vm hosttest clippy rustfmt rustfmtcheck install clean distro check-distro bench-distro
 
 all: modules
 
@@ -91,6 +91,10 @@ soak: kernel modules siw rdma_cm
 # boot and writes results/bench-<time>/report.md with SVG plots.
 bench:
 	$(TOP)/tools/bench/bench.sh $(ROUNDS)
+
+# The same groups on Debian's own kernel (tools/distro/), C against ours.
+bench-distro: deps
+	IWCM_BENCH_KERNEL=debian $(TOP)/tools/bench/bench.sh $(ROUNDS)
 
 BOOTS ?= 5
 TESTS ?= nfs_rdma.sh smb_direct.sh iser.sh

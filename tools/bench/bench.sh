@@ -19,6 +19,14 @@
 #
 #   tools/bench/bench.sh [ROUNDS]        (default 5)
 #
+# IWCM_BENCH_KERNEL=debian (make bench-distro): the lean boot's groups on
+# Debian's own kernel (7.3.4+deb13-amd64, no KASAN, lockdep or kmemleak),
+# with our modules, the test siw and iw_cm_scale built for it by
+# tools/distro/build.sh, Debian's rdma_cm and its iw_cm.ko as the C iw_cm;
+# one vCPU (the hol group turns tracing on and off, and under TCG a second
+# vCPU has run the int3 of a finished text patch: see tools/demo.sh); no
+# irqsoff group (Debian builds no irqsoff tracer).
+#
 # Environment: BENCH_ROUNDS, BENCH_CMTIME, BENCH_TEARDOWN, BENCH_MEM,
 # BENCH_SCALE, BENCH_SCALE_SAMPLES, BENCH_IRQSOFF_IDS, BENCH_IRQSOFF_READS,
 # BENCH_IRQSOFF_SAMPLES, BENCH_SKIP (see bench-guest.sh); BENCH_RESULTS_DIR.
@@ -41,7 +49,26 @@ trace_boot=1
 tools/setup-deps.sh >/dev/null || { echo "bench: dependency set-up failed" >&2; exit 2; }
 # shellcheck source=../kernel/env.sh
 . tools/kernel/env.sh
-if [ $lean_boot -eq 1 ]; then
+bench_top=$top
+kernel_text="the test VM (QEMU TCG, KASAN, lockdep, kmemleak)"
+case "${IWCM_BENCH_KERNEL:-test}" in
+test) ;;
+debian)
+	trace_boot=0
+	. tools/distro/env.sh
+	distro_lock
+	tools/distro/build.sh >/dev/null || { echo "bench: the build for Debian's kernel failed (tools/distro/build.sh)" >&2; exit 2; }
+	distro_vm_env "$DISTRO_MODS/bench" || { echo "bench: Debian's kernel not ready for the VM" >&2; exit 2; }
+	export IWCM_VM_SMP=1
+	bench_top=$DISTRO_MODS/src
+	kernel_text="Debian's $DISTRO_KREL in QEMU TCG, one vCPU (Debian's rdma_cm, its iw_cm.ko as the C iw_cm, the test siw)"
+	make -s -C "$bench_top/tools/testing/selftests/iw_cm" KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
+		{ echo "bench: selftest helper build failed" >&2; exit 2; }
+	lean_boot_built=1
+	;;
+*) echo "bench: IWCM_BENCH_KERNEL must be test or debian, not '$IWCM_BENCH_KERNEL'" >&2; exit 2 ;;
+esac
+if [ $lean_boot -eq 1 ] && [ -z "${lean_boot_built:-}" ]; then
 	tools/kernel/build-kernel.sh || { echo "bench: test kernel build failed" >&2; exit 2; }
 	make -s -C "$top" modules siw rdma_cm >/dev/null || { echo "bench: module build failed" >&2; exit 2; }
 	make -s -C tools/testing/selftests/iw_cm KSELFTEST_DIR="$KSRC/tools/testing/selftests" >/dev/null ||
@@ -61,11 +88,11 @@ if [ $lean_boot -eq 1 ]; then
 	# The teardown figure runs the sample ULP's in-handler removal: rdma_cm's
 	# handler_mutex lockdep report (Documentation/iw_cm.rst) is accepted, no
 	# other splat.
-	IWCM_RESULTS_DIR=$dir tools/vm/run.sh --name bench --timeout $((rounds * 2 * 600 + 600)) --allow-rdma-cm-lockdep -- \
+	IWCM_RESULTS_DIR=$dir "$bench_top/tools/vm/run.sh" --name bench --timeout $((rounds * 2 * 600 + 600)) --allow-rdma-cm-lockdep -- \
 		env BENCH_ROUNDS="$rounds" BENCH_CMTIME="${BENCH_CMTIME:-10 100 500}" \
 		BENCH_TEARDOWN="${BENCH_TEARDOWN:-8 32 64}" BENCH_MEM="${BENCH_MEM:-2 50 500}" \
 		BENCH_SCALE="${BENCH_SCALE:-1000 10000 65536}" BENCH_SCALE_SAMPLES="${BENCH_SCALE_SAMPLES:-1000}" \
-		BENCH_SKIP="${BENCH_SKIP:-} irqsoff" "$top/tools/bench/bench-guest.sh" >"$out" 2>&1
+		BENCH_SKIP="${BENCH_SKIP:-} irqsoff" "$bench_top/tools/bench/bench-guest.sh" >"$out" 2>&1
 	vmrc=$?
 	grep -E "^(FAILED|bench:)" "$out"
 	grep -E "^RESULT " "$out" >> "$dir/results.txt"
@@ -97,7 +124,7 @@ if [ $trace_boot -eq 1 ]; then
 	grep -E "^(FAILED|bench:)" "$tout"
 	grep -E "^RESULT " "$tout" >> "$dir/results.txt"
 fi
-/usr/bin/python3 tools/bench/report.py "$dir" "$rounds" "$vmrc"
+BENCH_KERNEL_TEXT=$kernel_text /usr/bin/python3 tools/bench/report.py "$dir" "$rounds" "$vmrc"
 rrc=$?
 echo "bench: $(( $(date +%s) - t_all )) s in all; report $dir/report.md"
 [ "$vmrc" -eq 0 ] && [ "$rrc" -eq 0 ]

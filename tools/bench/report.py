@@ -8,6 +8,8 @@ figures' cost per operation against live cm_ids).
 
     report.py DIR ROUNDS VM_EXIT
 
+BENCH_KERNEL_TEXT names the kernel and VM in the report (bench.sh).
+
 Reads DIR/results.txt ("RESULT impl round metric value" lines).  Exits 1
 when a figure has no value for one of the two iw_cms or the VM run failed.
 """
@@ -45,6 +47,9 @@ ORDER = [
     ("mem500_bytes_per_id", "slab bytes per cm_id, 1001 cm_ids", "B"),
 ]
 LABEL = {m: (label, unit) for m, label, unit in ORDER}
+# The kernel and VM the figures come from (bench.sh: the test kernel or
+# Debian's).
+KERNEL_TEXT = os.environ.get("BENCH_KERNEL_TEXT", "the test VM (QEMU TCG, KASAN, lockdep, kmemleak)")
 
 # The scale figures (tools/bench/iw_cm_scale/): scale<N>_<op>_{med,p99}_ns,
 # scale<N>_bytes_per_id, scale<N>_build_ms.
@@ -113,8 +118,9 @@ def main():
     lines = [
         "# iw_cm benchmark: Rust against C, one VM boot",
         "",
-        "%s ABBA rounds per iw_cm in one boot of the test VM (QEMU TCG, KASAN, lockdep);"
-        " the same kernel, rdma_cm, test siw and sample ULP for both; only iw_cm.ko differs." % rounds,
+        "%s ABBA rounds per iw_cm in one boot of %s;"
+        " the same kernel, rdma_cm, test siw and sample ULP for both; only iw_cm.ko differs."
+        % (rounds, KERNEL_TEXT),
         "Median of the rounds, spread as min-max; ratio = Rust median / C median"
         " (below 1: ours is faster or smaller).",
         "",
@@ -308,10 +314,10 @@ def draw_scale(d, vals):
     panels.append(("slab bytes per live cm_id", "bytes_per_id", "B", 1.0))
     data, block = "", 0
     script = ("set termoption noenhanced\n"
-              "set multiplot layout 2,4 title 'iw_cm scale: median cost against live cm_ids (QEMU TCG, KASAN)'\n"
+              "set multiplot layout 2,4 title 'iw_cm scale: median cost against live cm_ids (%s)'\n"
               "set logscale x 10\nset xrange [%g:%g]\nset format y '%%g'\n"
               "set xlabel 'live cm_ids' font ',8'\nset key below horizontal font ',8'\n"
-              % (sizes[0] / 2.0, sizes[-1] * 2.0))
+              % (KERNEL_TEXT.replace("'", "''"), sizes[0] / 2.0, sizes[-1] * 2.0))
     for label, what, unit, div in panels:
         rows = ""
         for n in sizes:

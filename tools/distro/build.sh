@@ -100,10 +100,14 @@ cp "$KSRC"/drivers/infiniband/sw/siw/*.[ch] "$KSRC"/drivers/infiniband/sw/siw/Ma
 for p in "$IWCM_TOP"/tools/testing/siw/*.patch; do patch -s -d "$siw" -p5 < "$p"; done
 distro_chroot make -C "$DISTRO_BUILD" M="$siw" "${DISTRO_KMAKE_ARGS[@]}" CONFIG_RDMA_SIW=m modules \
 	> "$DISTRO_MODS/siw-build.log" 2>&1 || { tail -n 30 "$DISTRO_MODS/siw-build.log"; echo "distro: siw build failed" >&2; exit 1; }
+# The scale benchmark's fake provider and ULP (make bench-distro).
+distro_chroot make -C "$DISTRO_BUILD" M="$src/tools/bench/iw_cm_scale" "${DISTRO_KMAKE_ARGS[@]}" modules \
+	> "$DISTRO_MODS/scale-build.log" 2>&1 || { tail -n 30 "$DISTRO_MODS/scale-build.log"; echo "distro: iw_cm_scale build failed" >&2; exit 1; }
 echo "distro: modules built in $(( $(date +%s) - t )) s"
 
 # ---- 3. the symbols, 4. the vermagic
-kos=("$src/drivers/infiniband/core/iw_cm/iw_cm.ko" "$src/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko" "$siw/siw.ko")
+kos=("$src/drivers/infiniband/core/iw_cm/iw_cm.ko" "$src/samples/rdma/rust_rdma_ulp/rust_rdma_ulp.ko" "$siw/siw.ko"
+	"$src/tools/bench/iw_cm_scale/iw_cm_scale.ko")
 "$here/check-symbols.sh" "$DISTRO_BUILD/Module.symvers" "${kos[@]}"
 want=$(modinfo -F vermagic "$DISTRO_PKGS/root/usr/lib/modules/$DISTRO_KREL/kernel/drivers/infiniband/core/iw_cm.ko.xz")
 for ko in "${kos[@]}"; do
