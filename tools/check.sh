@@ -86,6 +86,9 @@ esac
 #   6 repro  the test-module reproducers (rdma_cm's GID race, isert's
 #            removal race), the unplug stress and soak, the harness's own
 #            negative tests
+#   7 users  each iw_cm with the kernel's own siw, rdma_cm, isert,
+#            smbdirect and cifs: the selftests' connection paths, the
+#            nvme-rdma unplug and the in-kernel ULPs
 check_all_parts=(
 	"suite_rust kunit_rust"
 	"suite_c_all nvme_unplug_c iwpm_c"
@@ -93,8 +96,9 @@ check_all_parts=(
 	"ulp_rust ulp_c"
 	"kunit_scale_rust"
 	"gid_race isert_race stress_rust soak_rust neg"
+	"users_rust users_c"
 )
-check_all_names=(ours c upstream ulps scale repro)
+check_all_names=(ours c upstream ulps scale repro users)
 if [ -n "$part_sel" ]; then
 	for i in "${!check_all_names[@]}"; do
 		[ "$part_sel" = "$((i + 1))" ] || [ "$part_sel" = "${check_all_names[$i]}" ] || continue
@@ -480,7 +484,9 @@ job_iwpm_c() {
 # 0001's race with the kernel's isert (job isert_race).
 ulp_tests=${IWCM_CHECK_ULP_TESTS:-nfs_rdma.sh smb_direct.sh nvme_flap.sh iser.sh}
 ulp_tests_c=$ulp_tests
-ulp_suite() {	# ulp_suite IMPL TESTS
+ulp_suite() {	# ulp_suite IMPL TESTS [NAME [RUN.SH-OPTIONS...]]
+	local impl=$1 tests=$2 name=${3:-ulp-$1}
+	shift 2; shift || true
 	if [ -z "$ulp_tree" ]; then
 		record fail "ULP selftests ($1): no ULP kernel and modules (tools/ulp-tree.sh failed above)"
 		return
@@ -492,10 +498,28 @@ ulp_suite() {	# ulp_suite IMPL TESTS
 	# the rest of CI's time.
 	local suite_timeout=${IWCM_CHECK_ULP_TIMEOUT:-1800}
 	vm_top=$ulp_tree IWCM_KFLAVOUR=ulp IWCM_TEST_TIMEOUT=${IWCM_CHECK_ULP_TEST_TIMEOUT:-600} \
-		suite "$1" "ulp-$1" "$2"
+		suite "$impl" "$name" "$tests" "$@"
 }
 job_ulp_rust() { ulp_suite rust "$ulp_tests"; }
 job_ulp_c() { ulp_suite c "$ulp_tests_c"; }
+# The users' world (check-all part 7, users): each iw_cm with the kernel's
+# own siw, rdma_cm, isert, smbdirect and cifs -- none of tools/testing/'s
+# patched modules, which every other boot loads in their place (the test
+# siw and rdma_cm everywhere, isert, smbdirect and cifs in the ULP boots:
+# each fixes a fault of the kernel's module that a test meets, named in its
+# patch) -- on the ULP kernel: the connection paths, the nvme-rdma unplug
+# and the in-kernel ULPs through unplug, relink and flaps.  Where a
+# kernel module fails, the test's result is an XFAIL naming the patch in
+# tools/testing/ that fixes it (tools/vm/expected-skips.txt: both iw_cms
+# alike); run.sh accepts upstream siw's own reports by their signatures
+# (--allow-upstream-siw) and nothing else.
+users_tests=${IWCM_CHECK_USERS_TESTS:-rping.sh disconnect.sh reject_listener.sh killed_listener.sh nvme_unplug.sh nfs_rdma.sh smb_direct.sh nvme_flap.sh iser.sh}
+users_suite() {	# users_suite IMPL
+	IWCM_SIW=stock IWCM_RDMA_CM=stock IWCM_ISERT=stock IWCM_SMBDIRECT=stock IWCM_CIFS=stock \
+		ulp_suite "$1" "$users_tests" "users-$1" --allow-upstream-siw
+}
+job_users_rust() { users_suite rust; }
+job_users_c() { users_suite c; }
 job_suite_rust() { suite rust; }
 job_suite_rust_ci() {
 	IWCM_KUNIT_PARAMS=stress_lifecycles=75000 suite rust suite-rust-ci "$rust_ci_tests" \
@@ -659,6 +683,7 @@ if [ $have_rust -eq 1 ]; then
 	[ $all -eq 1 ] && jobs+=(kunit_rust)
 	[ $all -eq 1 ] && jobs+=(hostile_upstream_rust suite_stock_siw_rust)
 	[ $all -eq 1 ] && jobs+=(soak_rust gid_race isert_race)
+	[ $all -eq 1 ] && jobs+=(users_rust users_c)
 else
 	say "note: drivers/infiniband/core/iw_cm/iw_cm.ko not built: the Rust iw_cm jobs are skipped"
 	record skip "Rust iw_cm jobs: drivers/infiniband/core/iw_cm/iw_cm.ko not built"
@@ -680,7 +705,7 @@ fi
 
 part "ULP kernel and modules"
 ulp_tree=
-if [[ " ${jobs[*]} " != *" ulp_"[rc]* ]]; then
+if [[ " ${jobs[*]} " != *" ulp_"[rc]* ]] && [[ " ${jobs[*]} " != *" users_"* ]]; then
 	say "note: no ULP job in the list: the ULP kernel is not built"
 else
 	say "== the ULP flavour of the test kernel and our modules for it (tools/ulp-tree.sh)"
