@@ -30,6 +30,10 @@ with open(os.path.join(HERE, "testdata", "upstream-siw-kmemleak.txt")) as _f:
     SIW_KMEMLEAK = _f.read()
 with open(os.path.join(HERE, "testdata", "upstream-siw-flush-uaf.txt")) as _f:
     SIW_FLUSH_UAF = _f.read()
+# The device's name read by the debug line of an endpoint freed after its
+# device (users' world job, the kernel's own siw, 2026-12-08; 0007).
+with open(os.path.join(HERE, "testdata", "upstream-siw-cep-device-uaf.txt")) as _f:
+    SIW_CEP_DEVICE_UAF = _f.read()
 # 0005's fault: upstream siw puts a listening endpoint twice; never accepted.
 SIW_UAF = """[  300.100000] ==================================================================
 [  300.100000] BUG: KASAN: slab-use-after-free in siw_cep_set_inuse+0x2d/0x1c0 [siw]
@@ -160,6 +164,33 @@ class SplatCheck(unittest.TestCase):
     def test_flush_write_after_free_fatal(self):
         # Only siw's read of the freed WR's next pointer is 0010's.
         other = SIW_FLUSH_UAF.replace("Read of size 8 at", "Write of size 8 at")
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_upstream_siw_cep_device_read_accepted_naming_0007(self):
+        rc, out = self.run_check(SIW_CEP_DEVICE_UAF, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("tools/testing/siw/0007-", out)
+        self.assertEqual(self.run_check(SIW_CEP_DEVICE_UAF)[0], 1)
+
+    def test_cep_device_read_reused_memory_accepted(self):
+        oob = SIW_CEP_DEVICE_UAF.replace("slab-use-after-free in string", "slab-out-of-bounds in string")
+        rc, out = self.run_check(oob, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("tools/testing/siw/0007-", out)
+
+    def test_string_read_from_another_caller_fatal(self):
+        # The same read from a debug line that is not an endpoint's put.
+        other = SIW_CEP_DEVICE_UAF.replace("siw_cep_put+0x41e/0x460 [siw]", "siw_qp_llp_close+0x41e/0x460 [siw]")
+        self.assertNotEqual(other, SIW_CEP_DEVICE_UAF)
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_string_read_without_the_debug_print_fatal(self):
+        other = SIW_CEP_DEVICE_UAF.replace("__dynamic_ibdev_dbg+", "ibdev_printk+")
+        self.assertNotEqual(other, SIW_CEP_DEVICE_UAF)
+        self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
+
+    def test_cep_device_write_fatal(self):
+        other = SIW_CEP_DEVICE_UAF.replace("Read of size 1 at", "Write of size 1 at")
         self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
 
     def test_upstream_siw_rq_flush_uaf_accepted(self):

@@ -866,7 +866,8 @@ iwcm_siw_key_exhausted() { cat "$@" 2>/dev/null | grep -qE "$IWCM_SIW_KEY_RE"; }
 # fixes?  tools/vm/splat-check.py --allow-upstream-siw decides (the same
 # narrow signatures as the VM's own splat check in that job: lockdep's
 # softirq-unsafe sk_callback_lock from a siw socket callback, 0002;
-# kmemleak's siw endpoint, 0006; KASAN's read of a flushed WR's next
+# kmemleak's siw endpoint, 0006; KASAN's read of the device by an
+# endpoint freed after it, 0007; KASAN's read of a flushed WR's next
 # pointer, 0010); prints the patch files, one a line.
 iwcm_upstream_siw_splats() {
 	local f out rc
