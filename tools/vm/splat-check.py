@@ -44,7 +44,8 @@ A debugging facility that turned itself off before the end of the boot
 (guest-init.sh's "VM: debug facility off at the end: ..." line) fails the
 run too: nothing after it was checked.  lockdep's is excused only when a
 lockdep report was accepted in the same log (lockdep switches itself off
-after its first report).
+after its first report), or a KASAN report (its taint turns lock debugging
+off).
 """
 import re
 import sys
@@ -291,7 +292,10 @@ def main(argv):
             fix = upstream_siw_report(block, rest) if allow_siw else None
             if fix:
                 allowed += 1
-                lockdep_accepted |= any(LOCKDEP_ANY.search(l) for l in block[:2])
+                # (A KASAN report taints the kernel, which turns lock
+                # debugging off: "Disabling lock debugging due to kernel
+                # taint".)
+                lockdep_accepted |= any(LOCKDEP_ANY.search(l) or "BUG: KASAN: " in l for l in block[:2])
                 print("splat-check: accepted upstream siw report at line %d: %s (fixed by %s)" %
                       (idx + 1, block[0].strip(), fix))
                 continue

@@ -189,6 +189,14 @@ class SplatCheck(unittest.TestCase):
         self.assertNotEqual(other, SIW_CEP_DEVICE_UAF)
         self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
 
+    def test_lockdep_off_after_an_accepted_kasan_report(self):
+        # KASAN's taint turns lock debugging off: excused after an accepted
+        # KASAN report, not without one.
+        off = "[  700.000000] Disabling lock debugging due to kernel taint\nVM: debug facility off at the end: lockdep (debug_locks 0)\n"
+        rc, out = self.run_check(SIW_CEP_DEVICE_UAF + off, "--allow-upstream-siw")
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(self.run_check("[    1.000000] all fine\n" + off, "--allow-upstream-siw")[0], 1)
+
     def test_cep_device_write_fatal(self):
         other = SIW_CEP_DEVICE_UAF.replace("Read of size 1 at", "Write of size 1 at")
         self.assertEqual(self.run_check(other, "--allow-upstream-siw")[0], 1)
