@@ -29,13 +29,12 @@ line of a report accepted in the same log):
       closed;
   tools/testing/siw/0006  kmemleak's unreferenced siw endpoint (siw_cep) or
       its work elements, allocated by siw_cep_alloc / siw_cm_alloc_work;
-  tools/testing/siw/0007  KASAN's read of the freed device's memory by an
-      endpoint that outlived the device (siw_cep_put, __siw_cep_dealloc):
-      its debug line's device name (slab-use-after-free or, the memory
-      reused, slab-out-of-bounds in string, from __dynamic_ibdev_dbg) or
-      the device's lock (slab-use-after-free in do_raw_spin_lock, freed
-      by ib_device_release); a peer's connection held across the delete
-      (the users' world job: check-all part 7);
+  tools/testing/siw/0007  KASAN's use-after-free (or, the memory reused,
+      out-of-bounds) access by an endpoint that outlived its device
+      (the first siw frame siw_cep_put or __siw_cep_dealloc) to memory
+      siw_newlink allocated: the device (its lock, its endpoint list) or
+      its name (the endpoint's debug line); a remote peer's connection
+      held across the delete (the users' world job: check-all part 7);
   tools/testing/siw/0010  KASAN's slab-use-after-free read of 8 bytes (the
       freed WR's next pointer) in siw_sq_flush_wr / siw_rq_flush_wr, the
       WR freed by the completion handler siw called (siw_flush.sh).
@@ -81,8 +80,7 @@ SIW_FLUSH_UAF = re.compile(r"^BUG: KASAN: slab-use-after-free in siw_(sq|rq)_flu
 SIW_FLUSH_READ = re.compile(r"^Read of size 8 at addr [0-9a-f]+ by task ")
 # (Not anchored: the serial console can put a line of the guest's own
 # output in front of a report's first lines.)
-SIW_CEP_NAME_READ = re.compile(r"BUG: KASAN: slab-(use-after-free|out-of-bounds) in string\+0x[0-9a-f]+/0x[0-9a-f]+$")
-SIW_CEP_LOCK_UAF = re.compile(r"BUG: KASAN: slab-use-after-free in do_raw_spin_lock\+0x[0-9a-f]+/0x[0-9a-f]+$")
+SIW_CEP_DEVICE_KASAN = re.compile(r"BUG: KASAN: slab-(use-after-free|out-of-bounds) in \S+( \[\w+\])?$")
 SIW_CEP_PUT = re.compile(r"^ +(siw_cep_put|__siw_cep_dealloc)\+0x[0-9a-f]+/0x[0-9a-f]+ \[siw\]$")
 SIW_LOCKDEP_HDR = re.compile(
     r"WARNING: (SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected|inconsistent lock state)")
@@ -153,21 +151,24 @@ def upstream_siw_report(block, rest):
         # The WR's next pointer read after its completion, whose handler
         # freed it.
         return SIW_0010
-    if SIW_CEP_NAME_READ.search(block[0]) or SIW_CEP_LOCK_UAF.search(block[0]):
-        # An endpoint freed after its device: the first frames of siw
-        # in the call trace are its put or dealloc, reading the device's
-        # name for its debug line (through dynamic debug's ibdev print)
-        # or taking the device's lock (the device freed by its release).
+    if SIW_CEP_DEVICE_KASAN.search(block[0]):
+        # An endpoint freed after its device: the first frame of siw in
+        # the call trace is the endpoint's put or dealloc, and the memory
+        # it reached is the device's, allocated by siw_newlink (the
+        # device itself, freed after the link's delete, or its name, read
+        # for the endpoint's debug line).
         trace = next((i for i, l in enumerate(block) if l.strip() == "<TASK>"), None)
-        if trace is None or len(block) < 2 or "Read of size " not in block[1]:
+        if trace is None or len(block) < 2 or not re.search(r"(Read|Write) of size \d+ at addr", block[1]):
             return None
         frames = [l for l in block[trace + 1:trace + 40] if not l.lstrip().startswith("?")]
         siw = next((i for i, l in enumerate(frames) if l.rstrip().endswith("[siw]")), None)
         if siw is None or not SIW_CEP_PUT.search(frames[siw]):
             return None
-        if SIW_CEP_NAME_READ.search(block[0]):
-            return SIW_0007 if any("__dynamic_ibdev_dbg+" in l for l in frames[:siw]) else None
-        return SIW_0007 if any("ib_device_release+" in l for l in block + rest[:40]) else None
+        text = block + rest[:80]
+        alloc = next((i for i, l in enumerate(text) if l.startswith("Allocated by task")), None)
+        if alloc is None or not any(re.search(r"^ +siw_newlink\+0x", l) for l in text[alloc:alloc + 25]):
+            return None
+        return SIW_0007
     if block[0].startswith("unreferenced object 0x"):
         # kmemleak: the allocation's own backtrace (after "backtrace"),
         # siw's endpoint or one of its work elements.
