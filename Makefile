@@ -118,6 +118,7 @@ hosttest:
 	python3 $(TOP)/tools/vm/test_check_skips.py
 	$(TOP)/tools/testing/selftests/iw_cm/test_lib_bounds.sh
 	$(TOP)/tools/bench/test_groups.sh
+	python3 $(TOP)/tools/bench/test_report.py
 	$(TOP)/tools/test_env_table.sh
 	$(TOP)/tools/test_demo_cells.sh
 

@@ -436,7 +436,7 @@ def draw(d, rows):
         floor = lambda t: tuple(max(x, 0.01) for x in t)
         data = "C iw_cm\t%.3f\t%.3f\t%.3f\nRust iw_cm\t%.3f\t%.3f\t%.3f\n" % (floor(spread(c)) + floor(spread(r)))
         s = gnuplot(d, "hol", "set title 'Delay of another id''s CONNECT_REQUEST behind a handler stalled 5 s%s'\n"
-                    % (": iw_cm's upcall to rdma_cm's handler, traced" if hol == "hol_kernel_ms" else ": rping pair difference") +
+                    % (": iw_cm''s upcall to rdma_cm''s handler, traced" if hol == "hol_kernel_ms" else ": rping pair difference") +
                     "set style fill solid 0.5\nset boxwidth 0.6\nset xrange [-0.6:1.6]\n"
                     "set logscale y 10\nset ylabel 'ms (log)'\nset yrange [0.01:20000]\n"
                     "plot DATA using 0:2:xtic(1) with boxes title 'median', "
